@@ -1,0 +1,74 @@
+/*
+ * The simulator: p ranks under one deterministic scheduler, on a one-ported,
+ * full-duplex alpha-beta-gamma network.
+ *
+ * Each rank runs fn(comm, arg) on a thread of its own, but only one rank runs
+ * at a time and the scheduler picks the next one from a seeded generator, so
+ * the same seed gives the same trace byte for byte.
+ *
+ * Cost model.  A transfer of n bytes starts when its sender and its receiver
+ * have both posted it and takes alpha + n * beta.  A sendrecv ends when both
+ * of its transfers have ended.  A rank's clock moves to the end of each call.
+ * A local reduction of n bytes adds n * gamma.  Messages shorter than
+ * eager_limit bytes are eager: the transfer starts when sent, the sender's
+ * clock moves past it, and the receive completes at the later of its posting
+ * and the transfer's end.  With alpha = 1 and beta = gamma = 0 a rank's time
+ * is the number of rounds on its critical path.
+ *
+ * A run in which no rank can move is a deadlock: every blocked call returns
+ * REDCOLL_EDEADLOCK, the report (which ranks wait for what) goes to
+ * cfg->report and, when cfg->verbose, to stderr.  Never a hang.
+ */
+#ifndef REDCOLL_MOCK_H
+#define REDCOLL_MOCK_H
+
+#include <stdio.h>
+
+#include "redcoll.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct redcoll_mock_config {
+  double alpha;        /* start-up time of a message */
+  double beta;         /* time per byte transferred */
+  double gamma;        /* time per byte reduced */
+  uint64_t seed;       /* scheduler seed: same seed, same trace */
+  size_t eager_limit;  /* messages with len < eager_limit are eager; 0: none */
+  FILE *trace;         /* if not NULL: one line per message (see docs) */
+  FILE *dot;           /* if not NULL: the communication graph in Graphviz dot */
+  char *report;        /* if not NULL: the first error's description */
+  size_t report_len;   /* size of report in bytes */
+  int verbose;         /* print errors and deadlock reports to stderr */
+  /* Fault injection: rank fail_rank (if >= 0) fails its fail_after-th
+   * transport call (0-based) with REDCOLL_ETRANSPORT and stops taking part,
+   * as if its process had died. */
+  int fail_rank;
+  uint64_t fail_after;
+  size_t stack_size;   /* per-rank thread stack; 0: 256 KiB */
+} redcoll_mock_config;
+
+/* alpha = 1, beta = gamma = 0, seed 1, eager 0, fail_rank -1, rest zero. */
+REDCOLL_API void redcoll_mock_config_init(redcoll_mock_config *cfg);
+
+typedef struct redcoll_mock_stats {
+  double time;             /* the rank's clock when fn returned */
+  uint64_t rounds;         /* its clock under alpha = 1, beta = gamma = 0 */
+  uint64_t msgs_sent, bytes_sent;
+  uint64_t msgs_recv, bytes_recv;
+  uint64_t bytes_reduced;
+  int status;              /* what fn returned */
+} redcoll_mock_stats;
+
+/* Runs fn on p simulated ranks (1 <= p <= 65536) and waits for all of them.
+ * cfg may be NULL (defaults).  stats, if not NULL, has p entries.  Returns
+ * REDCOLL_OK if every fn returned REDCOLL_OK; otherwise REDCOLL_EDEADLOCK
+ * if the run deadlocked, else the status of the lowest failing rank. */
+REDCOLL_API int redcoll_mock_run(int p, const redcoll_mock_config *cfg, redcoll_rank_main fn,
+                                 void *arg, redcoll_mock_stats *stats);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* REDCOLL_MOCK_H */

@@ -1,0 +1,290 @@
+/*
+ * redcoll — reduction collectives for any number of processes.
+ *
+ * This header is the contract between redcoll and the programs that embed it.
+ * Every public function returns REDCOLL_OK (0) or a negative status; nothing
+ * is printed unless REDCOLL_LOG_LEVEL asks for it.  A communicator belongs to
+ * one thread at a time: collectives on one communicator must not be called
+ * concurrently.  Different communicators are independent.
+ */
+#ifndef REDCOLL_H
+#define REDCOLL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define REDCOLL_VERSION_MAJOR 0
+#define REDCOLL_VERSION_MINOR 1
+#define REDCOLL_VERSION_PATCH 0
+
+#if defined(_WIN32)
+#define REDCOLL_API
+#elif defined(REDCOLL_BUILDING) && defined(__GNUC__)
+#define REDCOLL_API __attribute__((visibility("default")))
+#else
+#define REDCOLL_API
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Status codes.                                                            */
+/* ------------------------------------------------------------------------ */
+
+/* X(name, value, message): the one table from which the enum, the name and
+ * the message functions are generated. */
+#define REDCOLL_STATUS_MAP(X)                                                   \
+  X(OK, 0, "success")                                                           \
+  X(EINVAL, -1, "invalid argument")                                             \
+  X(ENOMEM, -2, "out of memory")                                                \
+  X(ETRANSPORT, -3, "transport failure (peer gone or connection broken)")       \
+  X(ETIMEDOUT, -4, "timed out waiting for a peer")                              \
+  X(EMISMATCH, -5, "ranks disagree on the collective (tag or length mismatch)") \
+  X(EABORTED, -6, "communicator aborted")                                       \
+  X(EPROTO, -7, "protocol error (malformed or unexpected message)")             \
+  X(ENOTSUP, -8, "operation not supported by this algorithm or transport")      \
+  X(EDEADLOCK, -9, "deadlock: no rank can make progress")
+
+typedef enum redcoll_status {
+#define REDCOLL__ENUM(name, val, msg) REDCOLL_##name = (val),
+  REDCOLL_STATUS_MAP(REDCOLL__ENUM)
+#undef REDCOLL__ENUM
+} redcoll_status;
+
+/* A static English sentence for a status; "unknown status" for others. */
+REDCOLL_API const char *redcoll_strerror(int status);
+/* The symbolic name ("REDCOLL_EINVAL"); "REDCOLL_UNKNOWN" for others. */
+REDCOLL_API const char *redcoll_status_name(int status);
+
+/* ------------------------------------------------------------------------ */
+/* Data types.                                                              */
+/* ------------------------------------------------------------------------ */
+
+typedef enum redcoll_dtype {
+  REDCOLL_INT8,
+  REDCOLL_UINT8,
+  REDCOLL_INT16,
+  REDCOLL_UINT16,
+  REDCOLL_INT32,
+  REDCOLL_UINT32,
+  REDCOLL_INT64,
+  REDCOLL_UINT64,
+  REDCOLL_FLOAT16,  /* IEEE 754 binary16, reduced in float32, rounded to nearest even */
+  REDCOLL_BFLOAT16, /* bfloat16, reduced in float32, rounded to nearest even */
+  REDCOLL_FLOAT32,
+  REDCOLL_FLOAT64,
+  REDCOLL_CUSTOM,   /* elements of the size of the user operator passed along */
+  REDCOLL_DTYPE_COUNT
+} redcoll_dtype;
+
+/* Size in bytes of one element; 0 for REDCOLL_CUSTOM (the operator decides)
+ * and for values out of range. */
+REDCOLL_API size_t redcoll_dtype_size(redcoll_dtype dt);
+/* "int8", ..., "float64", "custom"; NULL out of range. */
+REDCOLL_API const char *redcoll_dtype_name(redcoll_dtype dt);
+
+/* ------------------------------------------------------------------------ */
+/* Reduction operators.                                                     */
+/* ------------------------------------------------------------------------ */
+
+typedef struct redcoll_op redcoll_op;
+
+/* Built-in operators.  All are associative and commutative.  SUM, PROD, MIN
+ * and MAX apply to every built-in dtype; BAND, BOR, BXOR, LAND, LOR, LXOR to
+ * the integer dtypes only (REDCOLL_EINVAL otherwise).  Integer SUM and PROD
+ * wrap around modulo 2^bits, signed ones included.  Logical operators yield 0
+ * or 1.  MIN and MAX on floating point return the left operand when the
+ * comparison is false (so a NaN on the left is kept). */
+REDCOLL_API extern const redcoll_op *const REDCOLL_SUM;
+REDCOLL_API extern const redcoll_op *const REDCOLL_PROD;
+REDCOLL_API extern const redcoll_op *const REDCOLL_MIN;
+REDCOLL_API extern const redcoll_op *const REDCOLL_MAX;
+REDCOLL_API extern const redcoll_op *const REDCOLL_BAND;
+REDCOLL_API extern const redcoll_op *const REDCOLL_BOR;
+REDCOLL_API extern const redcoll_op *const REDCOLL_BXOR;
+REDCOLL_API extern const redcoll_op *const REDCOLL_LAND;
+REDCOLL_API extern const redcoll_op *const REDCOLL_LOR;
+REDCOLL_API extern const redcoll_op *const REDCOLL_LXOR;
+
+/* A user reduction: out[i] = left[i] (+) right[i] for i < count, elements of
+ * the operator's elem_size.  out may be the same pointer as left or right
+ * (never a partial overlap).  Called from the thread that called the
+ * collective; it must not call back into redcoll on the same communicator. */
+typedef void (*redcoll_user_fn)(void *out, const void *left, const void *right, size_t count,
+                                void *ctx);
+
+/* Creates a user operator for REDCOLL_CUSTOM elements of elem_size bytes.
+ * commutative != 0 allows algorithms that reorder operands.  The operator
+ * must outlive every collective that uses it.  Returns REDCOLL_EINVAL for a
+ * NULL fn or out, or elem_size 0; REDCOLL_ENOMEM. */
+REDCOLL_API int redcoll_op_create(redcoll_user_fn fn, size_t elem_size, int commutative, void *ctx,
+                                  redcoll_op **out);
+/* Frees a user operator; NULL and built-in operators are ignored. */
+REDCOLL_API void redcoll_op_destroy(redcoll_op *op);
+/* 1 if the operator is commutative, 0 if not, REDCOLL_EINVAL for NULL. */
+REDCOLL_API int redcoll_op_commutative(const redcoll_op *op);
+
+/* Applies op to count elements locally: out = left (+) right.  The same
+ * kernels the collectives use; handy for tests and for user code.  Returns
+ * REDCOLL_EINVAL for a (dtype, op) pair that does not make sense. */
+REDCOLL_API int redcoll_reduce_local(void *out, const void *left, const void *right, size_t count,
+                                     redcoll_dtype dt, const redcoll_op *op);
+
+/* ------------------------------------------------------------------------ */
+/* Collectives and algorithms.                                              */
+/* ------------------------------------------------------------------------ */
+
+typedef enum redcoll_coll {
+  REDCOLL_COLL_ALLREDUCE,
+  REDCOLL_COLL_REDUCE,
+  REDCOLL_COLL_REDUCE_SCATTER_BLOCK,
+  REDCOLL_COLL_REDUCE_SCATTER,
+  REDCOLL_COLL_ALLGATHER,
+  REDCOLL_COLL_ALLGATHERV,
+  REDCOLL_COLL_BCAST,
+  REDCOLL_COLL_GATHER,
+  REDCOLL_COLL_SCATTER,
+  REDCOLL_COLL_BARRIER,
+  REDCOLL_COLL_COUNT
+} redcoll_coll;
+
+/* "allreduce", "reduce", "reduce_scatter_block", ...; NULL out of range. */
+REDCOLL_API const char *redcoll_coll_name(redcoll_coll coll);
+/* Parses a collective name; REDCOLL_EINVAL if unknown. */
+REDCOLL_API int redcoll_coll_parse(const char *name, redcoll_coll *out);
+
+/* X(NAME, "name"): every algorithm the library knows.  Whether a collective
+ * implements an algorithm is asked with redcoll_algo_supported(). */
+#define REDCOLL_ALGO_MAP(X)                                 \
+  X(AUTO, "auto")                                           \
+  X(LINEAR, "linear")                                       \
+  X(BINARY_TREE, "binary_tree")                             \
+  X(RECURSIVE_DOUBLING, "recursive_doubling")               \
+  X(HALVING_DOUBLING, "halving_doubling")                   \
+  X(BINARY_BLOCKS, "binary_blocks")                         \
+  X(RING, "ring")                                           \
+  X(ELIMINATION, "elimination")                             \
+  X(ELIMINATION_NONOVERLAP, "elimination_nonoverlap")       \
+  X(ELIMINATION_2TO1, "elimination_2to1")                   \
+  X(ELIMINATION_RINGS, "elimination_rings")                 \
+  X(ALLGATHER_REDUCE, "allgather_reduce")                   \
+  X(RING_SEQUENTIAL, "ring_sequential")                     \
+  X(CIRCULANT, "circulant")                                 \
+  X(CIRCULANT_RSAG, "circulant_rsag")                       \
+  X(DISSEMINATION, "dissemination")
+
+typedef enum redcoll_algo {
+#define REDCOLL__ALGO_ENUM(name, str) REDCOLL_ALGO_##name,
+  REDCOLL_ALGO_MAP(REDCOLL__ALGO_ENUM)
+#undef REDCOLL__ALGO_ENUM
+  REDCOLL_ALGO_COUNT
+} redcoll_algo;
+
+/* The lowercase name ("halving_doubling"); NULL out of range. */
+REDCOLL_API const char *redcoll_algo_name(redcoll_algo a);
+/* Parses an algorithm name; REDCOLL_EINVAL if unknown. */
+REDCOLL_API int redcoll_algo_parse(const char *name, redcoll_algo *out);
+/* 1 if collective coll implements algorithm a (AUTO always), else 0. */
+REDCOLL_API int redcoll_algo_supported(redcoll_coll coll, redcoll_algo a);
+/* 1 if algorithm a of coll keeps canonical rank order, so that it accepts a
+ * non-commutative operator; 0 if it needs commutativity or is unsupported. */
+REDCOLL_API int redcoll_algo_accepts_noncommutative(redcoll_coll coll, redcoll_algo a);
+
+/* ------------------------------------------------------------------------ */
+/* Communicator.                                                            */
+/* ------------------------------------------------------------------------ */
+
+typedef struct redcoll_comm redcoll_comm;
+struct redcoll_transport_ops; /* include/redcoll/transport.h */
+
+/* Creates the communicator of one rank over a transport.  ops is checked
+ * (required members present, known version); impl is the transport's state
+ * and is owned by the communicator from now on: redcoll_comm_destroy calls
+ * ops->destroy(impl), also when this call fails after the checks of ops
+ * passed.  Returns REDCOLL_EINVAL for size < 1, rank outside [0, size), a
+ * NULL out or an incomplete ops; REDCOLL_ENOMEM. */
+REDCOLL_API int redcoll_comm_create(const struct redcoll_transport_ops *ops, void *impl, int rank,
+                                    int size, redcoll_comm **out);
+REDCOLL_API int redcoll_comm_rank(const redcoll_comm *c);
+REDCOLL_API int redcoll_comm_size(const redcoll_comm *c);
+/* Frees the communicator and its transport state; NULL is ignored. */
+REDCOLL_API void redcoll_comm_destroy(redcoll_comm *c);
+
+/* Forces algorithm algo for collective coll (REDCOLL_ALGO_AUTO restores the
+ * automatic choice).  Every rank must make the same choice.  Returns
+ * REDCOLL_ENOTSUP if coll does not implement algo, REDCOLL_EINVAL for values
+ * out of range.  A forced algorithm that needs a commutative operator makes
+ * collectives with a non-commutative one return REDCOLL_ENOTSUP. */
+REDCOLL_API int redcoll_comm_set_algorithm(redcoll_comm *c, redcoll_coll coll, redcoll_algo algo);
+REDCOLL_API redcoll_algo redcoll_comm_get_algorithm(const redcoll_comm *c, redcoll_coll coll);
+
+/* The block-size threshold b in bytes of the butterfly algorithms: blocks
+ * larger than b are halved, smaller ones are exchanged whole.  Default
+ * REDCOLL_DEFAULT_THRESHOLD.  Every rank must set the same value. */
+#define REDCOLL_DEFAULT_THRESHOLD ((size_t)8192)
+REDCOLL_API int redcoll_comm_set_threshold(redcoll_comm *c, size_t bytes);
+REDCOLL_API size_t redcoll_comm_get_threshold(const redcoll_comm *c);
+
+/* The first error the communicator saw (it is then broken and every later
+ * collective returns it at once), or REDCOLL_OK. */
+REDCOLL_API int redcoll_comm_error(const redcoll_comm *c);
+
+/* The algorithm the last collective on this communicator ran (the choice
+ * AUTO made, or the forced one); REDCOLL_ALGO_AUTO before the first call. */
+REDCOLL_API redcoll_algo redcoll_comm_last_algorithm(const redcoll_comm *c);
+
+/* The body of one rank, as the bundled runners (redcoll_mock_run,
+ * redcoll_threads_run) call it: returns REDCOLL_OK or a status. */
+typedef int (*redcoll_rank_main)(redcoll_comm *comm, void *arg);
+
+/* ------------------------------------------------------------------------ */
+/* Collectives.                                                             */
+/*                                                                          */
+/* All ranks call a collective with the same count, dtype, op and root.     */
+/* Arguments are checked before anything is sent: a NULL buffer with        */
+/* count > 0, count * size overflowing, a root out of range, send and       */
+/* receive buffers that overlap partially, a user op with a built-in dtype  */
+/* or a built-in op with REDCOLL_CUSTOM, and a (dtype, op) pair that makes  */
+/* no sense all return REDCOLL_EINVAL with nothing sent and nothing         */
+/* written.  sendbuf == recvbuf is taken as REDCOLL_IN_PLACE.  Results of   */
+/* algorithms that accept non-commutative operators are v_0 (+) v_1 (+) ... */
+/* (+) v_{p-1} in rank order with one bracketing for every element, so     */
+/* every rank gets bitwise identical floating-point results.                */
+/* ------------------------------------------------------------------------ */
+
+#define REDCOLL_IN_PLACE ((const void *)1)
+
+/* Every rank gets the reduction of all ranks' count elements in recvbuf. */
+REDCOLL_API int redcoll_allreduce(redcoll_comm *c, const void *sendbuf, void *recvbuf, size_t count,
+                                  redcoll_dtype dt, const redcoll_op *op);
+/* Rank root gets the reduction in recvbuf; recvbuf is ignored (may be NULL)
+ * on other ranks.  REDCOLL_IN_PLACE only at the root. */
+REDCOLL_API int redcoll_reduce(redcoll_comm *c, const void *sendbuf, void *recvbuf, size_t count,
+                               redcoll_dtype dt, const redcoll_op *op, int root);
+/* sendbuf holds p * recvcount elements; rank i gets block i of the
+ * reduction.  With REDCOLL_IN_PLACE the input is recvbuf (p * recvcount
+ * elements) and the result lands in its first recvcount elements. */
+REDCOLL_API int redcoll_reduce_scatter_block(redcoll_comm *c, const void *sendbuf, void *recvbuf,
+                                             size_t recvcount, redcoll_dtype dt,
+                                             const redcoll_op *op);
+/* As above with block i of recvcounts[i] elements. */
+REDCOLL_API int redcoll_reduce_scatter(redcoll_comm *c, const void *sendbuf, void *recvbuf,
+                                       const size_t *recvcounts, redcoll_dtype dt,
+                                       const redcoll_op *op);
+/* recvbuf gets p blocks of count elements, block i from rank i.  With
+ * REDCOLL_IN_PLACE a rank's own block is already in place in recvbuf. */
+REDCOLL_API int redcoll_allgather(redcoll_comm *c, const void *sendbuf, void *recvbuf, size_t count,
+                                  redcoll_dtype dt);
+REDCOLL_API int redcoll_allgatherv(redcoll_comm *c, const void *sendbuf, size_t sendcount,
+                                   void *recvbuf, const size_t *recvcounts, redcoll_dtype dt);
+/* buf of root is copied to buf of every rank. */
+REDCOLL_API int redcoll_bcast(redcoll_comm *c, void *buf, size_t count, redcoll_dtype dt, int root);
+/* Returns once every rank has entered the barrier. */
+REDCOLL_API int redcoll_barrier(redcoll_comm *c);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* REDCOLL_H */

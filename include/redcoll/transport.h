@@ -1,0 +1,67 @@
+/*
+ * The transport vtable: how redcoll moves bytes.  Bring your own by filling
+ * a redcoll_transport_ops and passing it with your state to
+ * redcoll_comm_create().  docs/transports.md walks through an example.
+ *
+ * Threading: the core calls a transport from the one thread that is running
+ * a collective on the communicator; members are never called concurrently
+ * for the same impl.  Members must not call back into redcoll.
+ *
+ * Errors: members return REDCOLL_OK or a negative redcoll status.  After any
+ * error the core considers the communicator broken and calls no member but
+ * abort (if present) and destroy.
+ */
+#ifndef REDCOLL_TRANSPORT_H
+#define REDCOLL_TRANSPORT_H
+
+#include "redcoll.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define REDCOLL_TRANSPORT_VERSION 1
+
+typedef struct redcoll_transport_ops {
+  /* Must be REDCOLL_TRANSPORT_VERSION; lets the struct grow later. */
+  unsigned version;
+
+  /* Blocks until len bytes of buf have been handed to rank dst with tag, or
+   * until the matching receive has been posted (a transport may choose
+   * either: algorithms are correct under rendezvous).  buf is the caller's
+   * and is not kept after return.  len may be 0.  dst is never the caller's
+   * own rank.  Messages from one rank to another arrive in the order sent.
+   * Errors: REDCOLL_ETRANSPORT (peer gone), REDCOLL_ETIMEDOUT,
+   * REDCOLL_EABORTED (a peer aborted), REDCOLL_EMISMATCH, REDCOLL_EDEADLOCK
+   * (simulator). Required. */
+  int (*send)(void *impl, int dst, uint64_t tag, const void *buf, size_t len);
+
+  /* Blocks until the next message from rank src has been received into buf.
+   * If that message carries another tag or another length, fails with
+   * REDCOLL_EMISMATCH and writes nothing beyond len bytes of buf.
+   * Required. */
+  int (*recv)(void *impl, int src, uint64_t tag, void *buf, size_t len);
+
+  /* Full duplex: sends sbuf to dst and receives rbuf from src, both
+   * progressing at once (neither may wait for the other to finish); dst and
+   * src may differ.  Same rules as send and recv.  Required. */
+  int (*sendrecv)(void *impl, int dst, uint64_t stag, const void *sbuf, size_t slen, int src,
+                  uint64_t rtag, void *rbuf, size_t rlen);
+
+  /* Optional (may be NULL): the core reduced `bytes` bytes locally.  The
+   * simulator advances the rank's clock by bytes * gamma. */
+  void (*charge)(void *impl, size_t bytes);
+
+  /* Optional: tell every peer that this rank gives up with `status`, so that
+   * their pending and later calls return REDCOLL_EABORTED instead of
+   * waiting.  Must not block for long. */
+  void (*abort)(void *impl, int status);
+
+  /* Frees impl.  Required. */
+  void (*destroy)(void *impl);
+} redcoll_transport_ops;
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* REDCOLL_TRANSPORT_H */

@@ -1,0 +1,38 @@
+/* The algorithm registry: every family file contributes one table. */
+#include "internal.h"
+
+static const redcoll__algo_entry *const families[] = {
+    redcoll__algos_linear,
+    redcoll__algos_binary_tree,
+    redcoll__algos_barrier,
+    redcoll__algos_elimination,
+    redcoll__algos_elimination_rings,
+    redcoll__algos_ring_protocols,
+    redcoll__algos_recursive_doubling,
+    redcoll__algos_halving_doubling,
+    redcoll__algos_binary_blocks,
+    redcoll__algos_ring,
+    redcoll__algos_circulant,
+};
+
+const redcoll__algo_entry *redcoll__algo_find(redcoll_coll coll, redcoll_algo algo) {
+  for (size_t f = 0; f < sizeof families / sizeof families[0]; f++) {
+    for (const redcoll__algo_entry *e = families[f]; e->fn != NULL; e++) {
+      if (e->coll == coll && e->algo == algo) return e;
+    }
+  }
+  return NULL;
+}
+
+REDCOLL_API int redcoll_algo_supported(redcoll_coll coll, redcoll_algo a) {
+  if ((unsigned)coll >= REDCOLL_COLL_COUNT || (unsigned)a >= REDCOLL_ALGO_COUNT) return 0;
+  if (a == REDCOLL_ALGO_AUTO) return 1;
+  return redcoll__algo_find(coll, a) != NULL;
+}
+
+REDCOLL_API int redcoll_algo_accepts_noncommutative(redcoll_coll coll, redcoll_algo a) {
+  if ((unsigned)coll >= REDCOLL_COLL_COUNT || (unsigned)a >= REDCOLL_ALGO_COUNT) return 0;
+  if (a == REDCOLL_ALGO_AUTO) return 1;
+  const redcoll__algo_entry *e = redcoll__algo_find(coll, a);
+  return e != NULL && !(e->flags & REDCOLL__NEEDS_COMMUTATIVE);
+}

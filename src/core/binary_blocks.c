@@ -1,0 +1,6 @@
+/* Placeholder: the binary_blocks family is not implemented yet. */
+#include "internal.h"
+
+const redcoll__algo_entry redcoll__algos_binary_blocks[] = {
+    {REDCOLL_COLL_COUNT, REDCOLL_ALGO_AUTO, NULL, 0},
+};

@@ -1,0 +1,211 @@
+/* The communicator: creation from a transport vtable, settings, scratch
+ * memory, and the point-to-point and reduction helpers every algorithm goes
+ * through (they stamp the running collective's tag and break the
+ * communicator on the first error). */
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "internal.h"
+
+static int log_level = -2; /* -2: not read yet */
+
+int redcoll__log_level(void) {
+  if (log_level == -2) {
+    const char *s = getenv("REDCOLL_LOG_LEVEL");
+    int v = -1;
+    if (s != NULL && *s != '\0') {
+      if (strcmp(s, "error") == 0) v = 0;
+      else if (strcmp(s, "warn") == 0) v = 1;
+      else if (strcmp(s, "info") == 0) v = 2;
+      else if (strcmp(s, "debug") == 0) v = 3;
+      else v = atoi(s);
+    }
+    log_level = v;
+  }
+  return log_level;
+}
+
+void redcoll__log(int level, const char *fmt, ...) {
+  if (level > redcoll__log_level()) return;
+  static const char *const names[] = {"error", "warn", "info", "debug"};
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "redcoll %s: ", names[level < 0 ? 0 : level > 3 ? 3 : level]);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+}
+
+static int ops_valid(const redcoll_transport_ops *ops) {
+  return ops != NULL && ops->version == REDCOLL_TRANSPORT_VERSION && ops->send != NULL &&
+         ops->recv != NULL && ops->sendrecv != NULL && ops->destroy != NULL;
+}
+
+/* REDCOLL_ALGO_<COLL>=name forces an algorithm; an unknown or unsupported
+ * name is an error, never a silent default. */
+static int algos_from_env(redcoll_comm *c) {
+  for (int coll = 0; coll < REDCOLL_COLL_COUNT; coll++) {
+    char var[64] = "REDCOLL_ALGO_";
+    const char *name = redcoll_coll_name((redcoll_coll)coll);
+    size_t n = strlen(var);
+    for (size_t i = 0; name[i] != '\0' && n + 1 < sizeof var; i++)
+      var[n++] = (char)toupper((unsigned char)name[i]);
+    var[n] = '\0';
+    const char *val = getenv(var);
+    if (val == NULL || *val == '\0') continue;
+    redcoll_algo a;
+    if (redcoll_algo_parse(val, &a) != REDCOLL_OK || !redcoll_algo_supported((redcoll_coll)coll, a)) {
+      redcoll__log(0, "rank %d: %s=%s names no %s algorithm", c->rank, var, val, name);
+      return REDCOLL_EINVAL;
+    }
+    c->algo[coll] = a;
+  }
+  return REDCOLL_OK;
+}
+
+REDCOLL_API int redcoll_comm_create(const redcoll_transport_ops *ops, void *impl, int rank, int size,
+                                    redcoll_comm **out) {
+  if (out == NULL) return REDCOLL_EINVAL;
+  *out = NULL;
+  if (!ops_valid(ops) || size < 1 || rank < 0 || rank >= size) return REDCOLL_EINVAL;
+  int rc;
+  redcoll_comm *c = calloc(1, sizeof *c);
+  if (c == NULL) {
+    rc = REDCOLL_ENOMEM;
+    goto fail;
+  }
+  c->ops = ops;
+  c->impl = impl;
+  c->rank = rank;
+  c->size = size;
+  c->threshold = REDCOLL_DEFAULT_THRESHOLD;
+  c->last_algo = REDCOLL_ALGO_AUTO;
+  rc = algos_from_env(c);
+  if (rc != REDCOLL_OK) goto fail_comm;
+  *out = c;
+  return REDCOLL_OK;
+
+fail_comm:
+  free(c);
+fail:
+  ops->destroy(impl);
+  return rc;
+}
+
+REDCOLL_API int redcoll_comm_rank(const redcoll_comm *c) { return c ? c->rank : REDCOLL_EINVAL; }
+REDCOLL_API int redcoll_comm_size(const redcoll_comm *c) { return c ? c->size : REDCOLL_EINVAL; }
+REDCOLL_API int redcoll_comm_error(const redcoll_comm *c) { return c ? c->error : REDCOLL_EINVAL; }
+
+REDCOLL_API void redcoll_comm_destroy(redcoll_comm *c) {
+  if (c == NULL) return;
+  c->ops->destroy(c->impl);
+  free(c->scratch[0]);
+  free(c->scratch[1]);
+  free(c);
+}
+
+REDCOLL_API int redcoll_comm_set_algorithm(redcoll_comm *c, redcoll_coll coll, redcoll_algo algo) {
+  if (c == NULL || (unsigned)coll >= REDCOLL_COLL_COUNT || (unsigned)algo >= REDCOLL_ALGO_COUNT)
+    return REDCOLL_EINVAL;
+  if (!redcoll_algo_supported(coll, algo)) return REDCOLL_ENOTSUP;
+  c->algo[coll] = algo;
+  return REDCOLL_OK;
+}
+
+REDCOLL_API redcoll_algo redcoll_comm_get_algorithm(const redcoll_comm *c, redcoll_coll coll) {
+  if (c == NULL || (unsigned)coll >= REDCOLL_COLL_COUNT) return REDCOLL_ALGO_AUTO;
+  return c->algo[coll];
+}
+
+REDCOLL_API redcoll_algo redcoll_comm_last_algorithm(const redcoll_comm *c) {
+  return c ? c->last_algo : REDCOLL_ALGO_AUTO;
+}
+
+REDCOLL_API int redcoll_comm_set_threshold(redcoll_comm *c, size_t bytes) {
+  if (c == NULL || bytes == 0) return REDCOLL_EINVAL;
+  c->threshold = bytes;
+  return REDCOLL_OK;
+}
+
+REDCOLL_API size_t redcoll_comm_get_threshold(const redcoll_comm *c) {
+  return c ? c->threshold : 0;
+}
+
+void *redcoll__scratch(redcoll_comm *c, int which, size_t bytes) {
+  if (bytes == 0) bytes = 1;
+  if (c->scratch_cap[which] < bytes) {
+    /* Grow geometrically so a sequence of growing calls allocates rarely. */
+    size_t cap = c->scratch_cap[which] * 2;
+    if (cap < bytes) cap = bytes;
+    void *p = malloc(cap);
+    if (p == NULL) {
+      p = malloc(bytes);
+      cap = bytes;
+      if (p == NULL) return NULL;
+    }
+    free(c->scratch[which]);
+    c->scratch[which] = p;
+    c->scratch_cap[which] = cap;
+  }
+  return c->scratch[which];
+}
+
+/* Records the first error and tells the peers, so that nobody waits for a
+ * rank that has given up. */
+int redcoll__fail(redcoll_comm *c, int status) {
+  if (c->error == REDCOLL_OK) {
+    c->error = status;
+    redcoll__log(1, "rank %d: collective #%llu failed: %s", c->rank,
+                 (unsigned long long)(c->tag >> 40), redcoll_strerror(status));
+    if (status != REDCOLL_EABORTED && c->ops->abort != NULL) c->ops->abort(c->impl, status);
+  }
+  return status;
+}
+
+int redcoll__send(redcoll_comm *c, int dst, const void *buf, size_t len) {
+  int rc = c->ops->send(c->impl, dst, c->tag, buf, len);
+  return rc == REDCOLL_OK ? rc : redcoll__fail(c, rc);
+}
+
+int redcoll__recv(redcoll_comm *c, int src, void *buf, size_t len) {
+  int rc = c->ops->recv(c->impl, src, c->tag, buf, len);
+  return rc == REDCOLL_OK ? rc : redcoll__fail(c, rc);
+}
+
+int redcoll__sendrecv(redcoll_comm *c, int dst, const void *sbuf, size_t slen, int src, void *rbuf,
+                      size_t rlen) {
+  int rc = c->ops->sendrecv(c->impl, dst, c->tag, sbuf, slen, src, c->tag, rbuf, rlen);
+  return rc == REDCOLL_OK ? rc : redcoll__fail(c, rc);
+}
+
+void redcoll__reduce(const redcoll__call *call, void *out, const void *left, const void *right,
+                     size_t count) {
+  if (count == 0) return;
+  redcoll__kernel_apply(call->dtype, call->op, out, left, right, count);
+  redcoll_comm *c = call->comm;
+  if (c->ops->charge != NULL) c->ops->charge(c->impl, count * call->esize);
+}
+
+static uint64_t mix64(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  x ^= x >> 31;
+  return x;
+}
+
+uint64_t redcoll__make_tag(uint64_t seq, redcoll_coll coll, uint64_t count, redcoll_dtype dt,
+                           const redcoll_op *op, int root) {
+  uint64_t h = mix64(0x726564636f6c6cULL ^ (uint64_t)coll);
+  h = mix64(h ^ count);
+  h = mix64(h ^ (uint64_t)dt);
+  if (op != NULL) {
+    h = mix64(h ^ (uint64_t)op->id);
+    h = mix64(h ^ ((uint64_t)op->elem_size << 1 | (uint64_t)(op->commutative != 0)));
+  }
+  h = mix64(h ^ (uint64_t)(int64_t)root);
+  return (seq & 0xffffffULL) << 40 | (h & 0xffffffffffULL);
+}

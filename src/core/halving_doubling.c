@@ -1,0 +1,6 @@
+/* Placeholder: the halving_doubling family is not implemented yet. */
+#include "internal.h"
+
+const redcoll__algo_entry redcoll__algos_halving_doubling[] = {
+    {REDCOLL_COLL_COUNT, REDCOLL_ALGO_AUTO, NULL, 0},
+};

@@ -1,0 +1,184 @@
+/*
+ * Internal interfaces of the core: the communicator, the call descriptor an
+ * algorithm receives, the helpers algorithms send, receive and reduce with,
+ * and the algorithm registry.  Nothing here is exported.
+ */
+#ifndef REDCOLL_INTERNAL_H
+#define REDCOLL_INTERNAL_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "redcoll/redcoll.h"
+#include "redcoll/transport.h"
+
+#define REDCOLL__HIDDEN __attribute__((visibility("hidden")))
+
+/* ---- operators ---------------------------------------------------------- */
+
+enum redcoll__builtin_op {
+  REDCOLL__OP_SUM,
+  REDCOLL__OP_PROD,
+  REDCOLL__OP_MIN,
+  REDCOLL__OP_MAX,
+  REDCOLL__OP_BAND,
+  REDCOLL__OP_BOR,
+  REDCOLL__OP_BXOR,
+  REDCOLL__OP_LAND,
+  REDCOLL__OP_LOR,
+  REDCOLL__OP_LXOR,
+  REDCOLL__OP_COUNT,
+  REDCOLL__OP_USER = 0xff
+};
+
+struct redcoll_op {
+  int id;                 /* enum redcoll__builtin_op, or REDCOLL__OP_USER */
+  int commutative;
+  redcoll_user_fn fn;     /* user operators only */
+  size_t elem_size;       /* user operators only */
+  void *ctx;
+};
+
+/* ---- kernels (kernels.c) ------------------------------------------------- */
+
+/* REDCOLL_OK if op can reduce dt (a user op needs REDCOLL_CUSTOM and a
+ * built-in op needs a built-in dtype; bitwise and logical ops need an integer
+ * dtype), else REDCOLL_EINVAL. */
+int redcoll__kernel_check(redcoll_dtype dt, const redcoll_op *op);
+/* out[i] = left[i] op right[i] for count elements; out may equal left or
+ * right.  The pair must have passed redcoll__kernel_check. */
+void redcoll__kernel_apply(redcoll_dtype dt, const redcoll_op *op, void *out, const void *left,
+                           const void *right, size_t count);
+/* Element size of dt, or of the user op for REDCOLL_CUSTOM. */
+size_t redcoll__elem_size(redcoll_dtype dt, const redcoll_op *op);
+
+/* Conversions, round to nearest even, NaN stays NaN (quiet). */
+float redcoll__f16_to_f32(uint16_t h);
+uint16_t redcoll__f32_to_f16(float f);
+float redcoll__bf16_to_f32(uint16_t h);
+uint16_t redcoll__f32_to_bf16(float f);
+
+/* ---- communicator ------------------------------------------------------- */
+
+struct redcoll_comm {
+  const redcoll_transport_ops *ops;
+  void *impl;
+  int rank, size;
+  uint64_t seq;                          /* collectives started so far */
+  uint64_t tag;                          /* tag of the collective running now */
+  redcoll_algo algo[REDCOLL_COLL_COUNT]; /* forced algorithm or AUTO */
+  redcoll_algo last_algo;
+  size_t threshold;                      /* butterfly block threshold b, bytes */
+  int error;                             /* first error; then broken */
+  void *scratch[2];
+  size_t scratch_cap[2];
+};
+
+/* Everything an algorithm needs to know about one collective call, checked
+ * and resolved: sendbuf is never REDCOLL_IN_PLACE (in place, it equals
+ * recvbuf and in_place is 1). */
+typedef struct redcoll__call {
+  redcoll_comm *comm;
+  redcoll_coll coll;
+  const void *sendbuf;
+  void *recvbuf;
+  size_t count;          /* elements: the vector (allreduce, reduce, bcast) or
+                            the per-rank block (reduce_scatter_block, allgather) */
+  const size_t *counts;  /* per-rank blocks (reduce_scatter, allgatherv) or NULL */
+  redcoll_dtype dtype;
+  const redcoll_op *op;  /* NULL for data movement only */
+  size_t esize;          /* bytes per element */
+  int root;
+  int in_place;
+} redcoll__call;
+
+typedef int (*redcoll__algo_fn)(const redcoll__call *call);
+
+/* Point-to-point with the running collective's tag.  Each returns
+ * REDCOLL_OK or the transport's status; the caller must return it at once
+ * (the communicator is then broken).  Sends and receives to or from the own
+ * rank are not allowed. */
+int redcoll__send(redcoll_comm *c, int dst, const void *buf, size_t len);
+int redcoll__recv(redcoll_comm *c, int src, void *buf, size_t len);
+int redcoll__sendrecv(redcoll_comm *c, int dst, const void *sbuf, size_t slen, int src, void *rbuf,
+                      size_t rlen);
+
+/* out = left (+) right over count elements of the call's dtype and op, and
+ * charges count * esize bytes of reduction work to the transport. */
+void redcoll__reduce(const redcoll__call *call, void *out, const void *left, const void *right,
+                     size_t count);
+
+/* Scratch buffer `which` (0 or 1) of at least bytes bytes, kept in the
+ * communicator across calls; NULL if memory is short.  Algorithms use buffer
+ * 0; buffer 1 is for the few that document a second one. */
+void *redcoll__scratch(redcoll_comm *c, int which, size_t bytes);
+
+/* The 64-bit tag of a collective call: folds the sequence number (high 24
+ * bits, readable in logs) and a hash of collective, count, dtype, op and
+ * root (low 40 bits). */
+uint64_t redcoll__make_tag(uint64_t seq, redcoll_coll coll, uint64_t count, redcoll_dtype dt,
+                           const redcoll_op *op, int root);
+
+/* Records the first error of the communicator (it is broken from then on)
+ * and aborts the peers through the transport.  Returns status. */
+int redcoll__fail(redcoll_comm *c, int status);
+
+/* Diagnostics on stderr, quiet unless REDCOLL_LOG_LEVEL is error|warn|info|
+ * debug (or 0..3).  Level 0 is an error. */
+int redcoll__log_level(void);
+void redcoll__log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- algorithm registry (algos.c) --------------------------------------- */
+
+enum {
+  REDCOLL__NEEDS_COMMUTATIVE = 1u << 0, /* reorders operands */
+};
+
+typedef struct redcoll__algo_entry {
+  redcoll_coll coll;
+  redcoll_algo algo;
+  redcoll__algo_fn fn;
+  unsigned flags;
+} redcoll__algo_entry;
+
+/* Each family file defines one array, terminated by an entry whose fn is
+ * NULL, and algos.c lists the arrays. */
+extern const redcoll__algo_entry redcoll__algos_linear[];
+extern const redcoll__algo_entry redcoll__algos_binary_tree[];
+extern const redcoll__algo_entry redcoll__algos_barrier[];
+extern const redcoll__algo_entry redcoll__algos_elimination[];
+extern const redcoll__algo_entry redcoll__algos_elimination_rings[];
+extern const redcoll__algo_entry redcoll__algos_ring_protocols[];
+extern const redcoll__algo_entry redcoll__algos_recursive_doubling[];
+extern const redcoll__algo_entry redcoll__algos_halving_doubling[];
+extern const redcoll__algo_entry redcoll__algos_binary_blocks[];
+extern const redcoll__algo_entry redcoll__algos_ring[];
+extern const redcoll__algo_entry redcoll__algos_circulant[];
+
+/* The entry of (coll, algo), or NULL. */
+const redcoll__algo_entry *redcoll__algo_find(redcoll_coll coll, redcoll_algo algo);
+
+/* AUTO: the algorithm to run for this call (select.c).  Decides only from
+ * values every rank shares. */
+redcoll_algo redcoll__select(const redcoll__call *call);
+
+/* ---- small shared helpers ---------------------------------------------- */
+
+static inline int redcoll__ceil_log2(int p) {
+  int k = 0;
+  while ((1 << k) < p) k++;
+  return k;
+}
+static inline int redcoll__floor_pow2(int p) {
+  int k = 1;
+  while (k * 2 <= p) k *= 2;
+  return k;
+}
+/* Start of block i when n elements are split into k blocks as evenly as
+ * possible, the first n % k blocks one element larger. */
+static inline size_t redcoll__block_start(size_t n, size_t k, size_t i) {
+  size_t q = n / k, r = n % k;
+  return i * q + (i < r ? i : r);
+}
+
+#endif /* REDCOLL_INTERNAL_H */

@@ -1,0 +1,169 @@
+/*
+ * Linear algorithms: the baselines every other algorithm is checked against.
+ *
+ * reduce (root r): every rank sends its vector to r, which combines them in
+ * rank order, acc = (((v0 + v1) + v2) + ...).  Cost at the root:
+ *   (p-1) alpha + (p-1) m beta + (p-1) m gamma   (p-1 rounds).
+ * allreduce: linear reduce to rank 0, then linear broadcast from rank 0:
+ *   2(p-1) alpha + 2(p-1) m beta + (p-1) m gamma.
+ * bcast: the root sends the vector to each rank in turn: (p-1)(alpha + m beta).
+ * reduce_scatter(_block): linear reduce of the whole vector to rank 0, then
+ *   rank 0 sends every rank its block.
+ * allgather(v): every rank sends its block to rank 0, which broadcasts the
+ *   gathered vector linearly.
+ *
+ * Restrictions: none; every variant keeps rank order, so non-commutative
+ * operators are fine.  Scratch: one vector, except the root of an in-place
+ * reduce with root > 1 and rank 0 of reduce_scatter, which hold two (the
+ * running sum, and the vector arriving next, beside their own input).
+ *
+ * Example, reduce on p = 4 with root 2, in place: rank 2 receives v0 into
+ * scratch A, v1 into scratch B and computes A = A + B; then its own vector
+ * R = A + R; then v3 into A and R = R + A.  Result: ((v0 + v1) + v2) + v3.
+ */
+#include "internal.h"
+
+/* Reduces the p vectors of call->count elements to rank root, in rank order.
+ * input is this rank's vector; at the root the result goes to out, which
+ * may equal input (in place). */
+static int linear_reduce(const redcoll__call *call, const void *input, void *out, int root) {
+  redcoll_comm *c = call->comm;
+  size_t n = call->count, bytes = n * call->esize;
+  int p = c->size, rc;
+  if (c->rank != root) return redcoll__send(c, root, input, bytes);
+
+  if (out != input || root == 0) {
+    /* The result buffer is free (or already holds v0): accumulate there. */
+    void *tmp = NULL;
+    if (p > 1 && (tmp = redcoll__scratch(c, 0, bytes)) == NULL) return REDCOLL_ENOMEM;
+    for (int i = 0; i < p; i++) {
+      const void *v = input;
+      if (i == 0) {
+        if (root != 0) {
+          if ((rc = redcoll__recv(c, 0, out, bytes)) != REDCOLL_OK) return rc;
+        } else if (out != input) {
+          memcpy(out, input, bytes);
+        }
+        continue;
+      }
+      if (i != root) {
+        if ((rc = redcoll__recv(c, i, tmp, bytes)) != REDCOLL_OK) return rc;
+        v = tmp;
+      }
+      redcoll__reduce(call, out, out, v, n);
+    }
+    return REDCOLL_OK;
+  }
+
+  /* In place at a root > 0: out holds v_root, which must wait for the
+   * prefix v0 + ... + v_{root-1}, accumulated in scratch A. */
+  void *a = redcoll__scratch(c, 0, bytes);
+  void *b = root > 1 ? redcoll__scratch(c, 1, bytes) : NULL;
+  if (a == NULL || (root > 1 && b == NULL)) return REDCOLL_ENOMEM;
+  if ((rc = redcoll__recv(c, 0, a, bytes)) != REDCOLL_OK) return rc;
+  for (int i = 1; i < root; i++) {
+    if ((rc = redcoll__recv(c, i, b, bytes)) != REDCOLL_OK) return rc;
+    redcoll__reduce(call, a, a, b, n);
+  }
+  redcoll__reduce(call, out, a, out, n);
+  for (int i = root + 1; i < p; i++) {
+    if ((rc = redcoll__recv(c, i, a, bytes)) != REDCOLL_OK) return rc;
+    redcoll__reduce(call, out, out, a, n);
+  }
+  return REDCOLL_OK;
+}
+
+static int linear_bcast_bytes(redcoll_comm *c, void *buf, size_t bytes, int root) {
+  if (c->rank != root) return redcoll__recv(c, root, buf, bytes);
+  for (int i = 0; i < c->size; i++) {
+    if (i == root) continue;
+    int rc = redcoll__send(c, i, buf, bytes);
+    if (rc != REDCOLL_OK) return rc;
+  }
+  return REDCOLL_OK;
+}
+
+static int reduce_linear(const redcoll__call *call) {
+  return linear_reduce(call, call->sendbuf, call->recvbuf, call->root);
+}
+
+static int allreduce_linear(const redcoll__call *call) {
+  int rc = linear_reduce(call, call->sendbuf, call->recvbuf, 0);
+  if (rc != REDCOLL_OK) return rc;
+  return linear_bcast_bytes(call->comm, call->recvbuf, call->count * call->esize, 0);
+}
+
+static int bcast_linear(const redcoll__call *call) {
+  return linear_bcast_bytes(call->comm, call->recvbuf, call->count * call->esize, call->root);
+}
+
+/* Block i of a reduce_scatter: element offset and count. */
+static void rs_block(const redcoll__call *call, int i, size_t *off, size_t *n) {
+  if (call->counts == NULL) {
+    *off = (size_t)i * call->count;
+    *n = call->count;
+    return;
+  }
+  size_t o = 0;
+  for (int j = 0; j < i; j++) o += call->counts[j];
+  *off = o;
+  *n = call->counts[i];
+}
+
+static int reduce_scatter_linear(const redcoll__call *call) {
+  redcoll_comm *c = call->comm;
+  int p = c->size, rc;
+  size_t total = call->counts ? call->count : call->count * (size_t)p;
+  size_t off, n;
+  redcoll__call whole = *call;
+  whole.count = total;
+  whole.counts = NULL;
+  if (c->rank != 0) {
+    if ((rc = linear_reduce(&whole, call->sendbuf, NULL, 0)) != REDCOLL_OK) return rc;
+    rs_block(call, c->rank, &off, &n);
+    return redcoll__recv(c, 0, call->recvbuf, n * call->esize);
+  }
+  /* Rank 0 accumulates the whole vector in scratch 1 (scratch 0 receives). */
+  char *acc = redcoll__scratch(c, 1, total * call->esize);
+  if (acc == NULL) return REDCOLL_ENOMEM;
+  if ((rc = linear_reduce(&whole, call->sendbuf, acc, 0)) != REDCOLL_OK) return rc;
+  for (int i = 1; i < p; i++) {
+    rs_block(call, i, &off, &n);
+    if ((rc = redcoll__send(c, i, acc + off * call->esize, n * call->esize)) != REDCOLL_OK)
+      return rc;
+  }
+  rs_block(call, 0, &off, &n);
+  memcpy(call->recvbuf, acc, n * call->esize);
+  return REDCOLL_OK;
+}
+
+static int allgather_linear(const redcoll__call *call) {
+  redcoll_comm *c = call->comm;
+  int p = c->size, rc;
+  size_t total = call->counts ? call->count : call->count * (size_t)p;
+  size_t off, n;
+  char *rbuf = call->recvbuf;
+  rs_block(call, c->rank, &off, &n);
+  if (c->rank != 0) {
+    if ((rc = redcoll__send(c, 0, call->sendbuf, n * call->esize)) != REDCOLL_OK) return rc;
+  } else {
+    if (!call->in_place) memcpy(rbuf, call->sendbuf, n * call->esize);
+    for (int i = 1; i < p; i++) {
+      rs_block(call, i, &off, &n);
+      if ((rc = redcoll__recv(c, i, rbuf + off * call->esize, n * call->esize)) != REDCOLL_OK)
+        return rc;
+    }
+  }
+  return linear_bcast_bytes(c, rbuf, total * call->esize, 0);
+}
+
+const redcoll__algo_entry redcoll__algos_linear[] = {
+    {REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_LINEAR, allreduce_linear, 0},
+    {REDCOLL_COLL_REDUCE, REDCOLL_ALGO_LINEAR, reduce_linear, 0},
+    {REDCOLL_COLL_BCAST, REDCOLL_ALGO_LINEAR, bcast_linear, 0},
+    {REDCOLL_COLL_REDUCE_SCATTER_BLOCK, REDCOLL_ALGO_LINEAR, reduce_scatter_linear, 0},
+    {REDCOLL_COLL_REDUCE_SCATTER, REDCOLL_ALGO_LINEAR, reduce_scatter_linear, 0},
+    {REDCOLL_COLL_ALLGATHER, REDCOLL_ALGO_LINEAR, allgather_linear, 0},
+    {REDCOLL_COLL_ALLGATHERV, REDCOLL_ALGO_LINEAR, allgather_linear, 0},
+    {REDCOLL_COLL_COUNT, REDCOLL_ALGO_AUTO, NULL, 0},
+};

@@ -1,0 +1,435 @@
+/* The collective checker; see check.h. */
+#include "check.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GUARD 64
+#define GUARD_BYTE 0xa5
+#define NONCOMM_P 65521u
+
+/* ---- the non-commutative operator: 2x2 matrices over Z/65521 ---------- */
+
+static void matmul_fn(void *out, const void *left, const void *right, size_t count, void *ctx) {
+  (void)ctx;
+  const uint32_t *a = left, *b = right;
+  uint32_t *o = out;
+  for (size_t i = 0; i < count; i++, a += 4, b += 4, o += 4) {
+    uint64_t c0 = ((uint64_t)a[0] * b[0] + (uint64_t)a[1] * b[2]) % NONCOMM_P;
+    uint64_t c1 = ((uint64_t)a[0] * b[1] + (uint64_t)a[1] * b[3]) % NONCOMM_P;
+    uint64_t c2 = ((uint64_t)a[2] * b[0] + (uint64_t)a[3] * b[2]) % NONCOMM_P;
+    uint64_t c3 = ((uint64_t)a[2] * b[1] + (uint64_t)a[3] * b[3]) % NONCOMM_P;
+    o[0] = (uint32_t)c0;
+    o[1] = (uint32_t)c1;
+    o[2] = (uint32_t)c2;
+    o[3] = (uint32_t)c3;
+  }
+}
+
+static redcoll_op *noncomm_op;
+static pthread_once_t noncomm_once = PTHREAD_ONCE_INIT;
+static void noncomm_init(void) {
+  if (redcoll_op_create(matmul_fn, 16, 0, NULL, &noncomm_op) != REDCOLL_OK) noncomm_op = NULL;
+}
+const redcoll_op *check_noncomm_op(void) {
+  pthread_once(&noncomm_once, noncomm_init);
+  return noncomm_op;
+}
+
+/* ---- data ---------------------------------------------------------------- */
+
+static uint64_t hash3(uint64_t a, uint64_t b, uint64_t c) {
+  uint64_t x = a * 0x9e3779b97f4a7c15ULL ^ (b + 0x632be59bd9b4e019ULL) * 0xbf58476d1ce4e5b9ULL ^ c;
+  x ^= x >> 31;
+  x *= 0x94d049bb133111ebULL;
+  x ^= x >> 29;
+  return x;
+}
+
+static uint16_t to_f16_int(int v) {
+  /* small integers 0..2 are all we use for float16 data */
+  static const uint16_t tab[3] = {0x0000, 0x3c00, 0x4000};
+  return tab[v];
+}
+static uint16_t to_bf16_int(int v) {
+  static const uint16_t tab[3] = {0x0000, 0x3f80, 0x4000};
+  return tab[v];
+}
+
+/* Element j of rank r's input. */
+static void gen_elem(const check_case *tc, redcoll_dtype dt, int r, size_t j, void *dst) {
+  uint64_t h = hash3((uint64_t)r, j, 12345);
+  if (tc->op == CHECK_OP_NONCOMM) {
+    uint32_t *m = dst;
+    for (int k = 0; k < 4; k++) m[k] = (uint32_t)(hash3(h, (uint64_t)k, 7) % NONCOMM_P);
+    return;
+  }
+  if (tc->op == CHECK_OP_SUM_RANDOM) {
+    double d = (double)(h >> 11) / 9007199254740992.0 * 2.0 - 1.0;
+    memcpy(dst, &d, 8);
+    return;
+  }
+  int small = (int)(h % 97) - 48; /* exact in any summation order for p <= 4096 */
+  int tiny = (int)(h % 2);        /* half-precision sums stay exact while p <= 256 */
+  switch (dt) {
+    case REDCOLL_INT8: { int8_t v = (int8_t)small; memcpy(dst, &v, 1); break; }
+    case REDCOLL_UINT8: { uint8_t v = (uint8_t)(h % 200); memcpy(dst, &v, 1); break; }
+    case REDCOLL_INT16: { int16_t v = (int16_t)small; memcpy(dst, &v, 2); break; }
+    case REDCOLL_UINT16: { uint16_t v = (uint16_t)(h % 60000); memcpy(dst, &v, 2); break; }
+    case REDCOLL_INT32: { int32_t v = (int32_t)(h % 2000001) - 1000000; memcpy(dst, &v, 4); break; }
+    case REDCOLL_UINT32: { uint32_t v = (uint32_t)h; memcpy(dst, &v, 4); break; }
+    case REDCOLL_INT64: { int64_t v = (int64_t)(h >> 1) - (int64_t)(1ULL << 62); memcpy(dst, &v, 8); break; }
+    case REDCOLL_UINT64: memcpy(dst, &h, 8); break;
+    case REDCOLL_FLOAT16: { uint16_t v = to_f16_int(tiny); memcpy(dst, &v, 2); break; }
+    case REDCOLL_BFLOAT16: { uint16_t v = to_bf16_int(tiny); memcpy(dst, &v, 2); break; }
+    case REDCOLL_FLOAT32: { float v = (float)small; memcpy(dst, &v, 4); break; }
+    case REDCOLL_FLOAT64: default: { double v = (double)small; memcpy(dst, &v, 8); break; }
+  }
+}
+
+/* ---- the shape of each collective ---------------------------------------- */
+
+typedef struct shape {
+  redcoll_dtype dt;
+  const redcoll_op *op; /* NULL for data movement */
+  size_t esize;
+  size_t *in_count;     /* per rank: elements of input */
+  size_t *out_count;    /* per rank: elements of output checked */
+  size_t *out_off;      /* per rank: offset of its output within ref */
+  size_t ref_count;     /* elements of the reference vector */
+  size_t recv_alloc;    /* elements of recvbuf to allocate (max over ranks) */
+} shape;
+
+static int is_reduction(redcoll_coll c) {
+  return c == REDCOLL_COLL_ALLREDUCE || c == REDCOLL_COLL_REDUCE ||
+         c == REDCOLL_COLL_REDUCE_SCATTER_BLOCK || c == REDCOLL_COLL_REDUCE_SCATTER;
+}
+
+size_t check_elem_size(const check_case *tc) {
+  if (tc->op == CHECK_OP_NONCOMM) return 16;
+  if (tc->op == CHECK_OP_SUM_RANDOM) return 8;
+  return redcoll_dtype_size(tc->dtype);
+}
+
+static const redcoll_op *case_op(const check_case *tc) {
+  switch (tc->op) {
+    case CHECK_OP_NONCOMM: return check_noncomm_op();
+    case CHECK_OP_MAX: return REDCOLL_MAX;
+    default: return REDCOLL_SUM;
+  }
+}
+
+static int make_shape(const check_case *tc, shape *s) {
+  int p = tc->p;
+  memset(s, 0, sizeof *s);
+  s->dt = tc->op == CHECK_OP_NONCOMM ? REDCOLL_CUSTOM
+          : tc->op == CHECK_OP_SUM_RANDOM ? REDCOLL_FLOAT64 : tc->dtype;
+  s->op = is_reduction(tc->coll) ? case_op(tc) : NULL;
+  s->esize = check_elem_size(tc);
+  s->in_count = calloc((size_t)p, sizeof(size_t));
+  s->out_count = calloc((size_t)p, sizeof(size_t));
+  s->out_off = calloc((size_t)p, sizeof(size_t));
+  if (!s->in_count || !s->out_count || !s->out_off) return -1;
+  size_t total = 0;
+  for (int r = 0; r < p; r++) total += tc->counts ? tc->counts[r] : tc->count;
+  for (int r = 0; r < p; r++) {
+    size_t cr = tc->counts ? tc->counts[r] : tc->count, off = 0;
+    for (int q = 0; q < r; q++) off += tc->counts ? tc->counts[q] : tc->count;
+    switch (tc->coll) {
+      case REDCOLL_COLL_ALLREDUCE:
+      case REDCOLL_COLL_BCAST:
+        s->in_count[r] = tc->count;
+        s->out_count[r] = tc->count;
+        s->ref_count = tc->count;
+        s->recv_alloc = tc->count;
+        break;
+      case REDCOLL_COLL_REDUCE:
+        s->in_count[r] = tc->count;
+        s->out_count[r] = r == tc->root ? tc->count : 0;
+        s->ref_count = tc->count;
+        s->recv_alloc = tc->count;
+        break;
+      case REDCOLL_COLL_REDUCE_SCATTER_BLOCK:
+      case REDCOLL_COLL_REDUCE_SCATTER:
+        s->in_count[r] = total;
+        s->out_count[r] = cr;
+        s->out_off[r] = off;
+        s->ref_count = total;
+        s->recv_alloc = tc->in_place ? total : (cr > s->recv_alloc ? cr : s->recv_alloc);
+        break;
+      case REDCOLL_COLL_ALLGATHER:
+      case REDCOLL_COLL_ALLGATHERV:
+        s->in_count[r] = cr;
+        s->out_count[r] = total;
+        s->ref_count = total;
+        s->recv_alloc = total;
+        break;
+      default:
+        break;
+    }
+  }
+  return 0;
+}
+
+static void free_shape(shape *s) {
+  free(s->in_count);
+  free(s->out_count);
+  free(s->out_off);
+}
+
+/* ---- the run ------------------------------------------------------------- */
+
+typedef struct run_state {
+  const check_case *tc;
+  shape sh;
+  unsigned char *ref;          /* expected output vector */
+  unsigned char **outs;        /* per rank: its output (kept for comparison) */
+  redcoll_algo algo0;
+  pthread_mutex_t mu;
+  char error[512];
+} run_state;
+
+static void fail(run_state *st, const char *fmt, int a, long long b) {
+  pthread_mutex_lock(&st->mu);
+  if (st->error[0] == '\0') snprintf(st->error, sizeof st->error, fmt, a, b);
+  pthread_mutex_unlock(&st->mu);
+}
+
+static void fill_input(const check_case *tc, const shape *s, int r, unsigned char *dst) {
+  /* bcast: only the root's data matters; others get a different pattern */
+  int src = tc->coll == REDCOLL_COLL_BCAST ? (r == tc->root ? r : r + 100000) : r;
+  size_t off = 0;
+  if (tc->coll == REDCOLL_COLL_ALLGATHER || tc->coll == REDCOLL_COLL_ALLGATHERV) {
+    for (int q = 0; q < r; q++) off += s->in_count[q];
+  }
+  for (size_t j = 0; j < s->in_count[r]; j++) gen_elem(tc, s->dt, src, off + j, dst + j * s->esize);
+}
+
+static unsigned char *alloc_guarded(size_t bytes) {
+  unsigned char *b = malloc(bytes + GUARD);
+  if (b != NULL) memset(b + bytes, GUARD_BYTE, GUARD);
+  return b;
+}
+static int guard_ok(const unsigned char *b, size_t bytes) {
+  for (size_t i = 0; i < GUARD; i++)
+    if (b[bytes + i] != GUARD_BYTE) return 0;
+  return 1;
+}
+
+static int rank_main(redcoll_comm *c, void *arg) {
+  run_state *st = arg;
+  const check_case *tc = st->tc;
+  const shape *s = &st->sh;
+  int r = redcoll_comm_rank(c), rc;
+  size_t es = s->esize, inb = s->in_count[r] * es, recvb = s->recv_alloc * es;
+  if (tc->algo != REDCOLL_ALGO_AUTO) {
+    rc = redcoll_comm_set_algorithm(c, tc->coll, tc->algo);
+    if (rc != REDCOLL_OK) return rc;
+  }
+  if (tc->threshold) redcoll_comm_set_threshold(c, tc->threshold);
+
+  unsigned char *in = alloc_guarded(inb), *orig = malloc(inb + 1);
+  unsigned char *out = alloc_guarded(recvb);
+  if (!in || !orig || !out) {
+    free(in);
+    free(orig);
+    free(out);
+    return REDCOLL_ENOMEM;
+  }
+  fill_input(tc, s, r, in);
+  memcpy(orig, in, inb);
+  memset(out, 0x5a, recvb);
+  const void *sendbuf = in;
+  int ip = tc->in_place;
+  switch (tc->coll) {
+    case REDCOLL_COLL_ALLREDUCE:
+      if (ip) { memcpy(out, in, inb); sendbuf = REDCOLL_IN_PLACE; }
+      rc = redcoll_allreduce(c, sendbuf, out, tc->count, s->dt, s->op);
+      break;
+    case REDCOLL_COLL_REDUCE:
+      if (ip && r == tc->root) { memcpy(out, in, inb); sendbuf = REDCOLL_IN_PLACE; }
+      rc = redcoll_reduce(c, sendbuf, r == tc->root ? out : NULL, tc->count, s->dt, s->op, tc->root);
+      break;
+    case REDCOLL_COLL_REDUCE_SCATTER_BLOCK:
+      if (ip) { memcpy(out, in, inb); sendbuf = REDCOLL_IN_PLACE; }
+      rc = redcoll_reduce_scatter_block(c, sendbuf, out, tc->count, s->dt, s->op);
+      break;
+    case REDCOLL_COLL_REDUCE_SCATTER: {
+      size_t *cnt = malloc((size_t)tc->p * sizeof(size_t));
+      if (cnt == NULL) { rc = REDCOLL_ENOMEM; break; }
+      for (int q = 0; q < tc->p; q++) cnt[q] = tc->counts ? tc->counts[q] : tc->count;
+      if (ip) { memcpy(out, in, inb); sendbuf = REDCOLL_IN_PLACE; }
+      rc = redcoll_reduce_scatter(c, sendbuf, out, cnt, s->dt, s->op);
+      free(cnt);
+      break;
+    }
+    case REDCOLL_COLL_ALLGATHER:
+      if (ip) { memcpy(out + (size_t)r * inb, in, inb); sendbuf = REDCOLL_IN_PLACE; }
+      rc = redcoll_allgather(c, sendbuf, out, tc->count, s->dt);
+      break;
+    case REDCOLL_COLL_ALLGATHERV: {
+      size_t *cnt = malloc((size_t)tc->p * sizeof(size_t)), off = 0;
+      if (cnt == NULL) { rc = REDCOLL_ENOMEM; break; }
+      for (int q = 0; q < tc->p; q++) {
+        cnt[q] = tc->counts ? tc->counts[q] : tc->count;
+        if (q < r) off += cnt[q];
+      }
+      if (ip) { memcpy(out + off * es, in, inb); sendbuf = REDCOLL_IN_PLACE; }
+      rc = redcoll_allgatherv(c, sendbuf, s->in_count[r], out, cnt, s->dt);
+      free(cnt);
+      break;
+    }
+    case REDCOLL_COLL_BCAST:
+      memcpy(out, in, inb);
+      rc = redcoll_bcast(c, out, tc->count, s->dt, tc->root);
+      break;
+    case REDCOLL_COLL_BARRIER:
+      rc = redcoll_barrier(c);
+      break;
+    default:
+      rc = REDCOLL_ENOTSUP;
+      break;
+  }
+  if (r == 0) st->algo0 = redcoll_comm_last_algorithm(c);
+  if (rc == REDCOLL_OK) {
+    if (!guard_ok(out, recvb)) fail(st, "rank %d: wrote past the end of recvbuf (%lld bytes)", r, (long long)recvb);
+    if (!guard_ok(in, inb)) fail(st, "rank %d: wrote past the end of sendbuf (%lld bytes)", r, (long long)inb);
+    if (!ip && memcmp(in, orig, inb) != 0) fail(st, "rank %d: modified its sendbuf (%lld bytes)", r, (long long)inb);
+    st->outs[r] = out;
+    out = NULL;
+  }
+  free(in);
+  free(orig);
+  free(out);
+  return rc;
+}
+
+static void compute_reference(const check_case *tc, run_state *st) {
+  const shape *s = &st->sh;
+  size_t es = s->esize, n = s->ref_count;
+  unsigned char *tmp = malloc(n * es + 1);
+  if (tc->coll == REDCOLL_COLL_BCAST) {
+    fill_input(tc, s, tc->root, st->ref);
+  } else if (tc->coll == REDCOLL_COLL_ALLGATHER || tc->coll == REDCOLL_COLL_ALLGATHERV) {
+    size_t off = 0;
+    for (int r = 0; r < tc->p; r++) {
+      fill_input(tc, s, r, st->ref + off * es);
+      off += s->in_count[r];
+    }
+  } else if (is_reduction(tc->coll)) {
+    fill_input(tc, s, 0, st->ref);
+    for (int r = 1; r < tc->p; r++) {
+      fill_input(tc, s, r, tmp);
+      redcoll_reduce_local(st->ref, st->ref, tmp, n, s->dt, s->op);
+    }
+  }
+  free(tmp);
+}
+
+void check_case_init(check_case *tc) {
+  memset(tc, 0, sizeof *tc);
+  tc->coll = REDCOLL_COLL_ALLREDUCE;
+  tc->algo = REDCOLL_ALGO_AUTO;
+  tc->p = 2;
+  tc->dtype = REDCOLL_FLOAT64;
+  tc->op = CHECK_OP_SUM;
+  redcoll_mock_config_init(&tc->mock);
+}
+
+static int close_enough(const double *a, const double *b, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    double d = fabs(a[i] - b[i]), m = fabs(b[i]) > 1 ? fabs(b[i]) : 1;
+    if (!(d <= 1e-9 * m)) return 0;
+  }
+  return 1;
+}
+
+int check_run(const check_case *tc, check_result *res) {
+  run_state st;
+  memset(res, 0, sizeof *res);
+  memset(&st, 0, sizeof st);
+  st.tc = tc;
+  pthread_mutex_init(&st.mu, NULL);
+  int p = tc->p;
+  redcoll_mock_stats *stats = NULL;
+  if (p < 1 || make_shape(tc, &st.sh) != 0) {
+    snprintf(res->error, sizeof res->error, "bad case (p = %d)", p);
+    res->status = REDCOLL_EINVAL;
+    free_shape(&st.sh);
+    pthread_mutex_destroy(&st.mu);
+    return -1;
+  }
+  size_t es = st.sh.esize;
+  res->bytes = (tc->counts ? 0 : tc->count) * es;
+  if (tc->counts)
+    for (int r = 0; r < p; r++) res->bytes += tc->counts[r] * es;
+  st.ref = malloc(st.sh.ref_count * es + 1);
+  st.outs = calloc((size_t)p, sizeof *st.outs);
+  stats = calloc((size_t)p, sizeof *stats);
+  if (!st.ref || !st.outs || !stats) {
+    res->status = REDCOLL_ENOMEM;
+    snprintf(res->error, sizeof res->error, "out of memory");
+    goto done;
+  }
+  compute_reference(tc, &st);
+
+  res->status = redcoll_mock_run(p, &tc->mock, rank_main, &st, stats);
+  res->algo = st.algo0;
+  for (int r = 0; r < p; r++) {
+    if (stats[r].time > res->time) res->time = stats[r].time;
+    if (stats[r].rounds > res->rounds) res->rounds = stats[r].rounds;
+    if (stats[r].bytes_sent > res->max_bytes_sent) res->max_bytes_sent = stats[r].bytes_sent;
+    if (stats[r].bytes_recv > res->max_bytes_recv) res->max_bytes_recv = stats[r].bytes_recv;
+    if (stats[r].bytes_reduced > res->max_bytes_reduced) res->max_bytes_reduced = stats[r].bytes_reduced;
+    res->msgs += stats[r].msgs_sent;
+  }
+  if (res->status != REDCOLL_OK) {
+    for (int r = 0; r < p; r++) {
+      if (stats[r].status != REDCOLL_OK) {
+        snprintf(res->error, sizeof res->error, "rank %d returned %s", r,
+                 redcoll_status_name(stats[r].status));
+        break;
+      }
+    }
+    if (res->error[0] == '\0')
+      snprintf(res->error, sizeof res->error, "run returned %s", redcoll_status_name(res->status));
+    goto done;
+  }
+  if (st.error[0] != '\0') {
+    memcpy(res->error, st.error, sizeof res->error);
+    goto done;
+  }
+  /* Compare every rank's output. */
+  for (int r = 0; r < p && res->error[0] == '\0'; r++) {
+    size_t n = st.sh.out_count[r];
+    if (n == 0) continue;
+    const unsigned char *exp = st.ref + st.sh.out_off[r] * es;
+    const unsigned char *got = st.outs[r];
+    if (tc->op == CHECK_OP_SUM_RANDOM) {
+      if (!close_enough((const double *)(const void *)got, (const double *)(const void *)exp, n))
+        snprintf(res->error, sizeof res->error, "rank %d: result differs from the sequential sum", r);
+      else if (tc->coll == REDCOLL_COLL_ALLREDUCE && r > 0 && memcmp(got, st.outs[0], n * es) != 0)
+        snprintf(res->error, sizeof res->error, "rank %d: result not bitwise equal to rank 0's", r);
+      continue;
+    }
+    if (memcmp(got, exp, n * es) != 0) {
+      size_t j = 0;
+      while (memcmp(got + j * es, exp + j * es, es) == 0) j++;
+      snprintf(res->error, sizeof res->error, "rank %d: wrong result at element %zu of %zu", r, j, n);
+    }
+  }
+  res->ok = res->error[0] == '\0';
+
+done:
+  if (st.outs)
+    for (int r = 0; r < p; r++) free(st.outs[r]);
+  free(st.outs);
+  free(st.ref);
+  free(stats);
+  free_shape(&st.sh);
+  pthread_mutex_destroy(&st.mu);
+  return res->ok ? 0 : -1;
+}
