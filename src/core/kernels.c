@@ -61,19 +61,25 @@ static inline uint32_t rc_sel(uint32_t c, uint32_t x, uint32_t y) {
   return (x & m) | (y & ~m);
 }
 
+/* x > k for x and k below 2^31, as a signed comparison: SSE2 has no
+ * unsigned vector compare, so this saves the compiler a bias. */
+static inline uint32_t rc_gt(uint32_t x, uint32_t k) { return (int32_t)x > (int32_t)k; }
+
+/* The decoders used inside the kernels do not quiet signalling NaNs: the
+ * float32 arithmetic does, and the encoders quiet the NaN that MIN and MAX
+ * pass through.  The redcoll__*_to_f32 wrappers quiet them. */
 static inline float rc_f16_to_f32(uint16_t h) {
   uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
   uint32_t em = h & 0x7fffu; /* exponent and mantissa */
   /* Normal numbers: move the fields into place and rebias the exponent from
    * 15 to 127 by adding 112 to it.  Infinity and NaN (exponent 31) get
-   * another 112 to reach 255; a NaN gets its quiet bit set. */
+   * another 112 to reach 255. */
   uint32_t nb = (em << 13) + 0x38000000u;
-  nb += rc_sel(em >= 0x7c00u, 0x38000000u, 0u);
-  nb |= rc_sel(em > 0x7c00u, 0x00400000u, 0u);
+  nb += rc_sel(rc_gt(em, 0x7bffu), 0x38000000u, 0u);
   /* Zero and subnormals (value m * 2^-24): build 2^-14 * (1 + m/1024), a
    * normal float32, and subtract 2^-14.  The difference is exact. */
   uint32_t sb = rc_bits(rc_float(0x38800000u | (em << 13)) - 0x1p-14f);
-  return rc_float(sign | rc_sel(em < 0x0400u, sb, nb));
+  return rc_float(sign | rc_sel(rc_gt(0x0400u, em), sb, nb));
 }
 
 static inline uint16_t rc_f32_to_f16(float f) {
@@ -82,27 +88,24 @@ static inline uint16_t rc_f32_to_f16(float f) {
   uint32_t a = u & 0x7fffffffu; /* magnitude */
   /* Normal results (|f| >= 2^-14): rebias the exponent by -112 and round
    * away the low 13 mantissa bits to nearest even.  A carry out of the
-   * mantissa correctly bumps the exponent. */
+   * mantissa correctly bumps the exponent (65520, halfway between the
+   * largest finite 65504 and 2^16, becomes infinity here). */
   uint32_t nr = (a - 0x38000000u + 0x0fffu + ((a >> 13) & 1u)) >> 13;
   /* Subnormal results (|f| < 2^-14): in 0.5 + |f| the unit in the last
    * place is 2^-24, the float16 subnormal step, so the addition itself
    * rounds |f| to nearest even; the low bits then hold the float16 bits.
    * A result of 0x400 is the smallest normal, also correct. */
   uint32_t sr = rc_bits(rc_float(a) + 0.5f) - 0x3f000000u;
-  uint32_t r = rc_sel(a < 0x38800000u, sr, nr);
-  /* 65520 is halfway between 65504 (largest finite, odd mantissa) and
-   * 2^16: from there on the result is infinity. */
-  r = rc_sel(a >= 0x477ff000u, 0x7c00u, r);
+  uint32_t r = rc_sel(rc_gt(0x38800000u, a), sr, nr);
+  /* From 65520 on (0x477ff000) the result is infinity; past 2^16 the
+   * rebiased exponent above would overflow its field. */
+  r = rc_sel(rc_gt(a, 0x477fefffu), 0x7c00u, r);
   /* NaN: keep the top of the payload, set the quiet bit. */
-  r = rc_sel(a > 0x7f800000u, 0x7e00u | ((a >> 13) & 0x03ffu), r);
+  r = rc_sel(rc_gt(a, 0x7f800000u), 0x7e00u | ((a >> 13) & 0x03ffu), r);
   return (uint16_t)(r | sign);
 }
 
-static inline float rc_bf16_to_f32(uint16_t h) {
-  uint32_t u = (uint32_t)h << 16;
-  u |= rc_sel((u & 0x7fffffffu) > 0x7f800000u, 0x00400000u, 0u);
-  return rc_float(u);
-}
+static inline float rc_bf16_to_f32(uint16_t h) { return rc_float((uint32_t)h << 16); }
 
 static inline uint16_t rc_f32_to_bf16(float f) {
   uint32_t u = rc_bits(f);
@@ -110,13 +113,15 @@ static inline uint16_t rc_f32_to_bf16(float f) {
    * exponent, up to infinity, which is right.  Subnormals need nothing
    * special since bfloat16 has float32's exponent. */
   uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-  r = rc_sel((u & 0x7fffffffu) > 0x7f800000u, (u >> 16) | 0x0040u, r);
+  r = rc_sel(rc_gt(u & 0x7fffffffu, 0x7f800000u), (u >> 16) | 0x0040u, r);
   return (uint16_t)r;
 }
 
-float redcoll__f16_to_f32(uint16_t h) { return rc_f16_to_f32(h); }
+static float rc_quiet(float f) { return f != f ? rc_float(rc_bits(f) | 0x00400000u) : f; }
+
+float redcoll__f16_to_f32(uint16_t h) { return rc_quiet(rc_f16_to_f32(h)); }
 uint16_t redcoll__f32_to_f16(float f) { return rc_f32_to_f16(f); }
-float redcoll__bf16_to_f32(uint16_t h) { return rc_bf16_to_f32(h); }
+float redcoll__bf16_to_f32(uint16_t h) { return rc_quiet(rc_bf16_to_f32(h)); }
 uint16_t redcoll__f32_to_bf16(float f) { return rc_f32_to_bf16(f); }
 
 /* ---- loop generator ------------------------------------------------------ */

@@ -16,7 +16,6 @@
  * message is a heap copy.  A rank has at most one call in progress, made of
  * a send half and/or a receive half.
  */
-#include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
@@ -24,6 +23,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "internal.h"
 #include "redcoll/mock.h"
@@ -65,10 +66,10 @@ typedef struct mock_rank {
   struct mock_run *run;
   int id;
   int state;
-  int runnable_idx;
   pthread_cond_t cv;
   double clock;
   uint64_t rclock;
+  int started;           /* its thread was created (it must be joined) */
   int dead;              /* fault injection fired on this rank */
   uint64_t ncalls;
   redcoll_mock_stats st;
@@ -99,12 +100,15 @@ typedef struct mock_run {
   void *arg;
   mock_rank *ranks;
   pthread_t *threads;
+  unsigned char *stacks; /* one mapping holding every rank's stack */
+  size_t stacks_len;
+  size_t slot;           /* guard page + stack */
+  size_t page;
   int *runnable;         /* ranks in state ST_READY, in no particular order */
   int nrunnable;
   int nblocked;
   int current;           /* rank holding the baton, -1: none */
   int all_done;
-  int cancel;            /* set-up failed: threads exit at once */
   uint64_t rng;
   int aborted;
   int deadlocked;
@@ -146,7 +150,8 @@ static void report_add(mock_run *run, const char *fmt, ...) {
   if (n < 0) return;
   size_t len = (size_t)n < sizeof line ? (size_t)n : sizeof line - 1;
   if (run->cfg.verbose) fprintf(stderr, "redcoll mock: %s\n", line);
-  if (run->cfg.report == NULL || run->cfg.report_len == 0) return;
+  /* Text beyond report_len would be cut off anyway. */
+  if (run->cfg.report == NULL || run->report_len >= run->cfg.report_len) return;
   if (run->report_len + len + 2 > run->report_cap) {
     size_t cap = run->report_cap ? run->report_cap * 2 : 1024;
     while (cap < run->report_len + len + 2) cap *= 2;
@@ -165,10 +170,14 @@ static void report_add(mock_run *run, const char *fmt, ...) {
 
 static uint64_t pair_key(int src, int dst) { return (uint64_t)(uint32_t)src << 32 | (uint32_t)dst; }
 
-static size_t pair_bucket(const mock_run *run, uint64_t key) {
-  uint64_t h = key * 0x9e3779b97f4a7c15ULL;
-  return (size_t)(h ^ (h >> 29)) & (run->nbuckets - 1);
+static size_t pair_hash(uint64_t key, size_t nbuckets) {
+  uint64_t h = (key ^ (key >> 32)) * 0xbf58476d1ce4e5b9ULL;
+  h ^= h >> 31;
+  h *= 0x94d049bb133111ebULL;
+  return (size_t)(h ^ (h >> 29)) & (nbuckets - 1);
 }
+
+static size_t pair_bucket(const mock_run *run, uint64_t key) { return pair_hash(key, run->nbuckets); }
 
 static mock_pair *pair_find(mock_run *run, int src, int dst) {
   uint64_t key = pair_key(src, dst);
@@ -187,8 +196,7 @@ static void pair_grow(mock_run *run) {
     mock_pair *q = run->buckets[i];
     while (q != NULL) {
       mock_pair *next = q->next;
-      uint64_t h = q->key * 0x9e3779b97f4a7c15ULL;
-      size_t j = (size_t)(h ^ (h >> 29)) & (n - 1);
+      size_t j = pair_hash(q->key, n);
       q->next = b[j];
       b[j] = q;
       q = next;
@@ -252,7 +260,6 @@ static void pair_remove(mock_run *run, mock_msg *m) {
 static void make_runnable(mock_run *run, mock_rank *r) {
   if (r->state == ST_BLOCKED) run->nblocked--;
   r->state = ST_READY;
-  r->runnable_idx = run->nrunnable;
   run->runnable[run->nrunnable++] = r->id;
 }
 
@@ -311,25 +318,54 @@ static void deadlock(mock_run *run) {
     if (run->ranks[i].state == ST_BLOCKED) cancel_call(run, &run->ranks[i], REDCOLL_EDEADLOCK);
 }
 
+static void *rank_thread(void *p);
+
+/* Starts r's thread on its slot of the stack mapping.  The stacks are
+ * carved from one mapping rather than left to pthread_create, because
+ * thousands of thread stacks unmapped one by one cost a TLB shootdown each. */
+static int start_thread(mock_run *run, mock_rank *r) {
+  pthread_attr_t attr;
+  if (pthread_attr_init(&attr) != 0) return -1;
+  int rc = pthread_attr_setstack(&attr, run->stacks + (size_t)r->id * run->slot + run->page,
+                                 run->slot - run->page);
+  if (rc == 0) rc = pthread_create(&run->threads[r->id], &attr, rank_thread, r);
+  pthread_attr_destroy(&attr);
+  return rc;
+}
+
 /* Hands the baton to the next rank.  Called with the mutex held by the rank
- * that gives it up (or by the main thread at the start). */
+ * that gives it up (or by the main thread at the start).  A rank's thread is
+ * created the first time the rank is picked (no herd of fresh threads
+ * queueing on the mutex at start-up); a rank whose thread cannot be created
+ * counts as having returned REDCOLL_ENOMEM. */
 static void schedule_next(mock_run *run) {
-  if (run->nrunnable == 0 && run->nblocked > 0) deadlock(run);
-  if (run->nrunnable == 0) {
-    run->current = -1;
-    run->all_done = 1;
-    pthread_cond_signal(&run->done_cv);
-    return;
+  for (;;) {
+    if (run->nrunnable == 0 && run->nblocked > 0) deadlock(run);
+    if (run->nrunnable == 0) {
+      run->current = -1;
+      run->all_done = 1;
+      pthread_cond_signal(&run->done_cv);
+      return;
+    }
+    int idx = (int)(rng_next(&run->rng) % (uint64_t)run->nrunnable);
+    int id = run->runnable[idx];
+    int last = run->runnable[--run->nrunnable];
+    run->runnable[idx] = last;
+    mock_rank *r = &run->ranks[id];
+    r->state = ST_RUNNING;
+    run->current = id;
+    if (r->started) {
+      pthread_cond_signal(&r->cv);
+      return;
+    }
+    if (start_thread(run, r) == 0) {
+      r->started = 1;
+      return;
+    }
+    report_add(run, "rank %d: could not create its thread", id);
+    r->state = ST_DONE;
+    r->st.status = REDCOLL_ENOMEM;
   }
-  int idx = (int)(rng_next(&run->rng) % (uint64_t)run->nrunnable);
-  int id = run->runnable[idx];
-  int last = run->runnable[--run->nrunnable];
-  run->runnable[idx] = last;
-  run->ranks[last].runnable_idx = idx;
-  mock_rank *r = &run->ranks[id];
-  r->state = ST_RUNNING;
-  run->current = id;
-  pthread_cond_signal(&r->cv);
 }
 
 static void block(mock_run *run, mock_rank *r) {
@@ -577,10 +613,8 @@ static void *rank_thread(void *p) {
   mock_rank *r = p;
   mock_run *run = r->run;
   pthread_mutex_lock(&run->mu);
-  while (run->current != r->id && !run->cancel) pthread_cond_wait(&r->cv, &run->mu);
-  int cancelled = run->cancel;
+  while (run->current != r->id) pthread_cond_wait(&r->cv, &run->mu);
   pthread_mutex_unlock(&run->mu);
-  if (cancelled) return NULL;
 
   redcoll_comm *comm = NULL;
   int status = redcoll_comm_create(&mock_ops, r, r->id, run->p, &comm);
@@ -608,6 +642,7 @@ static void write_dot(const mock_run *run) {
     const mock_edge *e = &run->edges[i];
     fprintf(f, "  r%d -> r%d [label=\"r%" PRIu64 " %zuB\"];\n", e->src, e->dst, e->round, e->bytes);
   }
+  if (run->edges_failed) fprintf(f, "  // out of memory: edges missing\n");
   fprintf(f, "}\n");
 }
 
@@ -625,8 +660,7 @@ REDCOLL_API void redcoll_mock_config_init(redcoll_mock_config *cfg) {
 REDCOLL_API int redcoll_mock_run(int p, const redcoll_mock_config *cfg, redcoll_rank_main fn,
                                  void *arg, redcoll_mock_stats *stats) {
   if (p < 1 || p > MOCK_MAX_P || fn == NULL) return REDCOLL_EINVAL;
-  int rc = REDCOLL_ENOMEM, ncv = 0, nthreads = 0;
-  pthread_attr_t attr;
+  int rc = REDCOLL_ENOMEM, ncv = 0;
   mock_run *run = calloc(1, sizeof *run);
   if (run == NULL) return REDCOLL_ENOMEM;
   if (cfg != NULL) run->cfg = *cfg;
@@ -655,37 +689,42 @@ REDCOLL_API int redcoll_mock_run(int p, const redcoll_mock_config *cfg, redcoll_
     if (pthread_cond_init(&r->cv, NULL) != 0) goto free_cvs;
   }
 
-  if (pthread_attr_init(&attr) != 0) goto free_cvs;
+  /* Stack slots: a guard page below each stack (stacks grow down).  Should
+   * the kernel's mapping limit refuse more guard pages, the remaining
+   * stacks go without. */
+  long pg = sysconf(_SC_PAGESIZE);
+  run->page = pg > 0 ? (size_t)pg : 4096;
   size_t stack = run->cfg.stack_size ? run->cfg.stack_size : MOCK_DEFAULT_STACK;
   if (stack < (size_t)PTHREAD_STACK_MIN) stack = (size_t)PTHREAD_STACK_MIN;
-  if (pthread_attr_setstacksize(&attr, stack) != 0) {
+  if (stack > SIZE_MAX / 2) {
     rc = REDCOLL_EINVAL;
-    goto free_attr;
+    goto free_cvs;
   }
+  stack = (stack + run->page - 1) / run->page * run->page;
+  run->slot = stack + run->page;
+  if (run->slot > SIZE_MAX / (size_t)p) {
+    rc = REDCOLL_EINVAL;
+    goto free_cvs;
+  }
+  run->stacks_len = run->slot * (size_t)p;
+  void *map = mmap(NULL, run->stacks_len, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+  if (map == MAP_FAILED) goto free_cvs;
+  run->stacks = map;
+  for (int i = 0; i < p; i++)
+    if (mprotect(run->stacks + (size_t)i * run->slot, run->page, PROT_NONE) != 0) break;
 
-  /* The threads wait for the baton, which nobody holds until all exist. */
-  pthread_mutex_lock(&run->mu);
-  for (; nthreads < p; nthreads++) {
-    run->ranks[nthreads].state = ST_READY;
-    run->ranks[nthreads].runnable_idx = nthreads;
-    run->runnable[nthreads] = nthreads;
-    if (pthread_create(&run->threads[nthreads], &attr, rank_thread, &run->ranks[nthreads]) != 0)
-      break;
-  }
-  if (nthreads < p) {
-    if (run->cfg.verbose)
-      fprintf(stderr, "redcoll mock: could not start thread %d of %d\n", nthreads + 1, p);
-    run->cancel = 1;
-    for (int i = 0; i < nthreads; i++) pthread_cond_signal(&run->ranks[i].cv);
-    pthread_mutex_unlock(&run->mu);
-    for (int i = 0; i < nthreads; i++) pthread_join(run->threads[i], NULL);
-    goto free_attr;
+  for (int i = 0; i < p; i++) {
+    run->ranks[i].state = ST_READY;
+    run->runnable[i] = i;
   }
   run->nrunnable = p;
+  pthread_mutex_lock(&run->mu);
   schedule_next(run);
   while (!run->all_done) pthread_cond_wait(&run->done_cv, &run->mu);
   pthread_mutex_unlock(&run->mu);
-  for (int i = 0; i < p; i++) pthread_join(run->threads[i], NULL);
+  for (int i = 0; i < p; i++)
+    if (run->ranks[i].started) pthread_join(run->threads[i], NULL);
 
   if (run->cfg.dot != NULL) write_dot(run);
   rc = REDCOLL_OK;
@@ -694,8 +733,7 @@ REDCOLL_API int redcoll_mock_run(int p, const redcoll_mock_config *cfg, redcoll_
   if (stats != NULL)
     for (int i = 0; i < p; i++) stats[i] = run->ranks[i].st;
 
-free_attr:
-  pthread_attr_destroy(&attr);
+  munmap(run->stacks, run->stacks_len);
 free_cvs:
   for (int i = 0; i < ncv; i++) pthread_cond_destroy(&run->ranks[i].cv);
   pthread_cond_destroy(&run->done_cv);

@@ -1,0 +1,120 @@
+/*
+ * The TCP transport: every rank is a process with its own libuv loop, owned
+ * by the transport.  A blocking call runs that loop until its operation is
+ * done, bounded by the communicator's timeout.
+ *
+ * Bootstrap.  Every rank needs its rank, the size, and a way to find the
+ * others: either the list of every rank's listening address (hosts), or the
+ * address of a rendezvous run by rank 0 (master), to which every rank
+ * reports the address it listens on and from which it receives everybody's.
+ *
+ * Connections.  A rank opens a connection to a peer the first time it sends
+ * to it; the peer's connection to this rank carries the other direction.
+ * While a peer is not listening yet the connection is retried with backoff
+ * until the call's timeout.  Only the peers the collectives use are ever
+ * connected.
+ *
+ * Wire format.  Every message is preceded by a 24-byte little-endian header:
+ * magic "RDCL" (u32 0x4c434452), version (u8), frame type (u8), reserved
+ * (u16, zero), tag (u64), length (u64).  Every field is checked.  The
+ * payload goes straight from the sender's buffer to the receiver's buffer.
+ * A message that arrives before its receive is posted stays in the socket:
+ * the transport reads its header and then stops reading from that peer until
+ * the receive is posted (back-pressure, nothing buffered in user space).
+ *
+ * Failures.  A peer whose process dies or whose connection breaks makes every
+ * waiting and later call of this rank return REDCOLL_ETRANSPORT; a rank that
+ * aborts (after any error) tells all its peers, whose calls then return
+ * REDCOLL_EABORTED; a call that waits longer than the timeout returns
+ * REDCOLL_ETIMEDOUT.  After an error the communicator is broken.
+ *
+ * Signals.  Writing to a socket whose peer is gone raises SIGPIPE; if the
+ * program left SIGPIPE at its default action, creating a communicator sets it
+ * to SIG_IGN.
+ *
+ * Diagnostics go to stderr only when REDCOLL_LOG_LEVEL asks for them.
+ */
+#ifndef REDCOLL_TCP_H
+#define REDCOLL_TCP_H
+
+#include "redcoll.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Default of timeout_ms: 3 minutes. */
+#define REDCOLL_TCP_DEFAULT_TIMEOUT_MS 180000u
+
+typedef struct redcoll_tcp_config {
+  /* This rank and the number of ranks: 0 <= rank < size. */
+  int rank;
+  int size;
+  /* Addresses are "host:port" or "[ipv6]:port" (host a name or a numeric
+   * address).  hosts: every rank's listening address in rank order,
+   * separated by commas or white space.  master: where rank 0 runs the
+   * rendezvous.  Exactly one of the two must be set (neither for size 1).
+   * The strings are read during redcoll_tcp_comm_create only. */
+  const char *hosts;
+  const char *master;
+  /* Optional: the address to listen on, "host", "host:port", ":port" or
+   * "[ipv6]:port" (a port in the string wins over listen_port).  With hosts,
+   * the defaults are this rank's entry; with master, the default address is
+   * the one this host uses to reach the master (or the interface chosen by
+   * ifname) and the default port is 0 (any free port). */
+  const char *listen_host;
+  int listen_port;
+  /* Limit in milliseconds on every wait of every call, the bootstrap
+   * included; 0 means REDCOLL_TCP_DEFAULT_TIMEOUT_MS. */
+  uint64_t timeout_ms;
+  /* Optional interface selection: comma-separated interface names to use,
+   * or names prefixed with ^ to exclude ("eth0", "^docker0,lo").  The first
+   * address of a matching interface in the master's (or hosts') address
+   * family is used. */
+  const char *ifname;
+  /* Reserved for authentication of peers (a later version); must be NULL
+   * or empty for now. */
+  const char *secret;
+} redcoll_tcp_config;
+
+/* Zeroes cfg and sets rank and size to -1 (unknown). */
+REDCOLL_API void redcoll_tcp_config_init(redcoll_tcp_config *cfg);
+
+/* Initializes cfg and fills it from the environment:
+ *   rank, size: REDCOLL_RANK / REDCOLL_SIZE, else SLURM_PROCID /
+ *               SLURM_NTASKS, OMPI_COMM_WORLD_RANK / OMPI_COMM_WORLD_SIZE,
+ *               PMI_RANK / PMI_SIZE (the first pair that is complete);
+ *   hosts:      REDCOLL_HOSTS;     master: REDCOLL_MASTER;
+ *   listen:     REDCOLL_LISTEN (host, host:port or :port);
+ *   timeout_ms: REDCOLL_TIMEOUT_MS; ifname: REDCOLL_IFNAME;
+ *   secret:     REDCOLL_SECRET.
+ * String members point into the environment: keep it unchanged until the
+ * communicator is created.  Returns REDCOLL_EINVAL (with a message at log
+ * level error) if a variable is malformed or rank/size cannot be found;
+ * REDCOLL_OK otherwise. */
+REDCOLL_API int redcoll_tcp_config_from_env(redcoll_tcp_config *cfg);
+
+/* Bootstraps this rank (listens, runs or joins the rendezvous, checks the
+ * addresses) and creates its communicator.  Blocks until the rendezvous is
+ * done (master) or at once (hosts); connections are opened later, on first
+ * use.  Returns REDCOLL_EINVAL for a bad configuration, REDCOLL_ETRANSPORT
+ * if listening or the rendezvous fails, REDCOLL_ETIMEDOUT if the rendezvous
+ * does not finish within the timeout, REDCOLL_ENOMEM. */
+REDCOLL_API int redcoll_tcp_comm_create(const redcoll_tcp_config *cfg, redcoll_comm **out);
+
+/* redcoll_tcp_config_from_env + redcoll_tcp_comm_create. */
+REDCOLL_API int redcoll_tcp_comm_create_from_env(redcoll_comm **out);
+
+/* Changes the timeout of a TCP communicator (0: the default).  Returns
+ * REDCOLL_EINVAL if c is not a TCP communicator. */
+REDCOLL_API int redcoll_tcp_comm_set_timeout(redcoll_comm *c, uint64_t timeout_ms);
+
+/* The address this rank listens on, as "ip:port" or "[ip6]:port", into buf
+ * (truncated to len bytes including the terminating 0).  REDCOLL_EINVAL if
+ * c is not a TCP communicator. */
+REDCOLL_API int redcoll_tcp_comm_address(const redcoll_comm *c, char *buf, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* REDCOLL_TCP_H */

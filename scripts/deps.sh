@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs what redcoll needs on Debian/Ubuntu, only what is missing:
+# a C compiler, meson, ninja, pkg-config, libuv (and graphviz with --docs).
+set -euo pipefail
+want=()
+command -v cc >/dev/null 2>&1 || want+=(gcc)
+command -v meson >/dev/null 2>&1 || want+=(meson)
+command -v ninja >/dev/null 2>&1 || want+=(ninja-build)
+command -v pkg-config >/dev/null 2>&1 || want+=(pkg-config)
+pkg-config --exists libuv 2>/dev/null || want+=(libuv1-dev)
+if [ "${1:-}" = "--docs" ]; then
+  command -v dot >/dev/null 2>&1 || want+=(graphviz)
+fi
+if [ ${#want[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "installing: ${want[*]}"
+sudo=""
+if [ "$(id -u)" != 0 ]; then sudo=sudo; fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${want[@]}"

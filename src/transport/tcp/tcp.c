@@ -1,0 +1,794 @@
+/* The TCP transport: blocking send, recv and sendrecv over a libuv loop that
+ * this rank owns.  Each call posts its operations and runs the loop one
+ * iteration at a time until they are done, the call's timer fires, or a
+ * failure breaks the communicator.
+ *
+ * Every ordered pair of ranks uses its own connection, opened by the sender
+ * on its first message: no tie-breaking between ranks that connect to each
+ * other at once, and the order of messages is the order of one stream.  The
+ * receiver reads the 24-byte header, checks it against the posted receive
+ * and reads the payload straight into the caller's buffer; with no receive
+ * posted it stops reading that connection (the kernel's buffers and TCP flow
+ * control hold the sender back). */
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "tcp_int.h"
+
+/* ---- frame header ------------------------------------------------------- */
+
+static void put_le(unsigned char *p, uint64_t v, int n) {
+  for (int i = 0; i < n; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint64_t get_le(const unsigned char *p, int n) {
+  uint64_t v = 0;
+  for (int i = n - 1; i >= 0; i--) v = v << 8 | p[i];
+  return v;
+}
+
+void redcoll__tcp_encode(unsigned char *out, unsigned type, uint64_t tag, uint64_t len) {
+  put_le(out, REDCOLL__TCP_MAGIC, 4);
+  out[4] = REDCOLL__TCP_VERSION;
+  out[5] = (unsigned char)type;
+  out[6] = out[7] = 0;
+  put_le(out + 8, tag, 8);
+  put_le(out + 16, len, 8);
+}
+
+int redcoll__tcp_decode(const unsigned char *in, redcoll__tcp_frame *f) {
+  if (get_le(in, 4) != REDCOLL__TCP_MAGIC || in[4] != REDCOLL__TCP_VERSION || in[6] != 0 ||
+      in[7] != 0)
+    return REDCOLL_EPROTO;
+  f->type = in[5];
+  if (f->type < REDCOLL__FR_DATA || f->type > REDCOLL__FR_TABLE) return REDCOLL_EPROTO;
+  f->tag = get_le(in + 8, 8);
+  f->len = get_le(in + 16, 8);
+  return REDCOLL_OK;
+}
+
+/* ---- helpers -------------------------------------------------------------- */
+
+static const redcoll_transport_ops tcp_ops;
+
+static const char *peer_addr(redcoll__tcp *t, int q, char *buf, size_t len) {
+  redcoll__tcp_addr_str(&t->peers[q].addr, buf, len);
+  return buf;
+}
+
+/* Breaks every call of this rank with status; the first reason is logged. */
+static void set_fatal(redcoll__tcp *t, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void set_fatal(redcoll__tcp *t, int status, const char *fmt, ...) {
+  if (t->fatal != REDCOLL_OK) return;
+  t->fatal = status;
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  char self[64];
+  redcoll__tcp_addr_str(&t->self, self, sizeof self);
+  redcoll__log(0, "tcp rank %d (%s): %s: %s", t->rank, self, msg, redcoll_strerror(status));
+}
+
+/* Makes peer q unusable: its pending and later operations fail. */
+static void peer_fail(redcoll__tcp *t, int q, int status) {
+  redcoll__tcp_peer *p = &t->peers[q];
+  if (p->err == REDCOLL_OK) p->err = status;
+  if (p->tx != NULL && !p->tx->queued) {
+    p->tx->done = 1;
+    p->tx->status = status;
+    p->tx = NULL;
+  }
+  if (p->rx != NULL) {
+    p->rx->done = 1;
+    p->rx->status = status;
+    p->rx = NULL;
+  }
+}
+
+static void on_conn_closed(uv_handle_t *h) {
+  redcoll__tcp_conn *c = h->data;
+  c->prev->next = c->next;
+  c->next->prev = c->prev;
+  free(c);
+}
+
+static void conn_close(redcoll__tcp_conn *c) {
+  if (c->closing) return;
+  c->closing = 1;
+  if (c->peer >= 0) {
+    redcoll__tcp_peer *p = &c->t->peers[c->peer];
+    if (p->out == c) p->out = NULL;
+    if (p->in == c) p->in = NULL;
+  }
+  uv_close((uv_handle_t *)&c->h, on_conn_closed);
+}
+
+static redcoll__tcp_conn *conn_new(redcoll__tcp *t, int peer, int out) {
+  redcoll__tcp_conn *c = calloc(1, sizeof *c);
+  if (c == NULL) return NULL;
+  if (uv_tcp_init(&t->loop, &c->h) != 0) {
+    free(c);
+    return NULL;
+  }
+  c->t = t;
+  c->peer = peer;
+  c->out = out;
+  c->h.data = c;
+  c->next = &t->conns;
+  c->prev = t->conns.prev;
+  t->conns.prev->next = c;
+  t->conns.prev = c;
+  return c;
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b);
+static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b);
+
+static void conn_read_start(redcoll__tcp_conn *c) {
+  if (c->reading || c->closing) return;
+  int r = uv_read_start((uv_stream_t *)&c->h, on_alloc, on_read);
+  if (r != 0) {
+    set_fatal(c->t, REDCOLL_ETRANSPORT, "cannot read from rank %d: %s", c->peer, uv_strerror(r));
+    return;
+  }
+  c->reading = 1;
+}
+
+static void conn_read_stop(redcoll__tcp_conn *c) {
+  if (!c->reading) return;
+  uv_read_stop((uv_stream_t *)&c->h);
+  c->reading = 0;
+}
+
+/* ---- control frames ------------------------------------------------------ */
+
+typedef struct ctl_write {
+  uv_write_t req;
+  redcoll__tcp *t;
+  unsigned char hdr[REDCOLL__TCP_HDR];
+} ctl_write;
+
+static void on_ctl_written(uv_write_t *req, int status) {
+  ctl_write *w = (ctl_write *)req;
+  w->t->ctl_pending--;
+  free(w);
+}
+
+static void on_hello_written(uv_write_t *req, int status) {
+  redcoll__tcp_conn *c = req->data;
+  (void)status; /* a failure shows up on the read side as well */
+  c->t->ctl_pending--;
+}
+
+static void ctl_send(redcoll__tcp_conn *c, unsigned type, uint64_t tag) {
+  if (c->closing) return;
+  ctl_write *w = malloc(sizeof *w);
+  if (w == NULL) return; /* best effort: the peer will see the close instead */
+  w->t = c->t;
+  redcoll__tcp_encode(w->hdr, type, tag, 0);
+  uv_buf_t b = uv_buf_init((char *)w->hdr, REDCOLL__TCP_HDR);
+  if (uv_write(&w->req, (uv_stream_t *)&c->h, &b, 1, on_ctl_written) != 0) {
+    free(w);
+    return;
+  }
+  c->t->ctl_pending++;
+}
+
+/* ---- receiving ------------------------------------------------------------ */
+
+/* A DATA header is waiting on peer q's connection, or a receive was just
+ * posted: match them, or stop reading until they can be matched. */
+static void try_match(redcoll__tcp *t, int q) {
+  redcoll__tcp_peer *p = &t->peers[q];
+  redcoll__tcp_conn *c = p->in;
+  if (c == NULL || !c->have_frame) return;
+  redcoll__tcp_recv *r = p->rx;
+  if (r == NULL) {
+    conn_read_stop(c);
+    return;
+  }
+  if (r->matched) return;
+  if (c->fr.tag != r->tag || c->fr.len != r->len) {
+    redcoll__log(0,
+                 "tcp rank %d: message from rank %d has tag %#llx and %llu bytes, "
+                 "the receive expects tag %#llx and %llu bytes",
+                 t->rank, q, (unsigned long long)c->fr.tag, (unsigned long long)c->fr.len,
+                 (unsigned long long)r->tag, (unsigned long long)r->len);
+    conn_read_stop(c);
+    r->done = 1;
+    r->status = REDCOLL_EMISMATCH;
+    p->rx = NULL;
+    return;
+  }
+  r->matched = 1;
+  if (r->len == 0) {
+    c->have_frame = 0;
+    r->done = 1;
+    r->status = REDCOLL_OK;
+    p->rx = NULL;
+  }
+  conn_read_start(c);
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b) {
+  redcoll__tcp_conn *c = h->data;
+  (void)suggested;
+  if (!c->have_frame) {
+    /* Exactly the rest of the header: never read past it into a payload
+     * whose buffer is not known yet. */
+    b->base = (char *)c->hdr + c->hdr_got;
+    b->len = REDCOLL__TCP_HDR - c->hdr_got;
+    return;
+  }
+  redcoll__tcp_recv *r = c->t->peers[c->peer].rx;
+  if (r == NULL || !r->matched) {
+    b->base = NULL;
+    b->len = 0;
+    return;
+  }
+  size_t left = r->len - r->got;
+  if (left > ((size_t)1 << 30)) left = (size_t)1 << 30;
+  b->base = (char *)r->buf + r->got;
+  b->len = left;
+}
+
+/* The connection is gone (EOF or error). */
+static void conn_lost(redcoll__tcp_conn *c, int uverr) {
+  redcoll__tcp *t = c->t;
+  int q = c->peer;
+  char a[64];
+  if (q < 0 || (!c->ready && c->out)) {
+    conn_close(c);
+    return;
+  }
+  if (c->bye && (uverr == UV_EOF || uverr == UV_ECONNRESET)) {
+    /* Closed normally: only what involves that peer fails from now on. */
+    redcoll__log(3, "tcp rank %d: rank %d closed its %s connection", t->rank, q,
+                 c->out ? "incoming" : "outgoing");
+    conn_close(c);
+    peer_fail(t, q, REDCOLL_ETRANSPORT);
+    return;
+  }
+  conn_close(c);
+  peer_fail(t, q, REDCOLL_ETRANSPORT);
+  set_fatal(t, REDCOLL_ETRANSPORT, "lost the connection %s rank %d (%s): %s", c->out ? "to" : "from",
+            q, peer_addr(t, q, a, sizeof a), uv_strerror(uverr));
+}
+
+static void conn_proto(redcoll__tcp_conn *c, const char *what) {
+  redcoll__tcp *t = c->t;
+  if (c->peer < 0) {
+    /* An unidentified client: not one of ours.  Drop it quietly. */
+    redcoll__log(1, "tcp rank %d: dropped a connection: %s", t->rank, what);
+    conn_close(c);
+    return;
+  }
+  int q = c->peer;
+  conn_close(c);
+  peer_fail(t, q, REDCOLL_EPROTO);
+  set_fatal(t, REDCOLL_EPROTO, "protocol error on the connection %s rank %d: %s",
+            c->out ? "to" : "from", q, what);
+}
+
+static void frame_arrived(redcoll__tcp_conn *c, const redcoll__tcp_frame *f) {
+  redcoll__tcp *t = c->t;
+  switch (f->type) {
+  case REDCOLL__FR_HELLO: {
+    if (c->out || c->peer >= 0) return conn_proto(c, "unexpected HELLO");
+    if (f->len != (uint64_t)t->size) return conn_proto(c, "HELLO from a job of another size");
+    if (f->tag >= (uint64_t)t->size || f->tag == (uint64_t)t->rank)
+      return conn_proto(c, "HELLO with a bad rank");
+    int q = (int)f->tag;
+    redcoll__tcp_peer *p = &t->peers[q];
+    if (p->in != NULL) return conn_proto(c, "second connection from one rank");
+    c->peer = q;
+    c->ready = 1;
+    p->in = c;
+    redcoll__log(3, "tcp rank %d: rank %d connected", t->rank, q);
+    return;
+  }
+  case REDCOLL__FR_BYE:
+    if (c->peer < 0 || f->tag != 0 || f->len != 0) return conn_proto(c, "bad BYE");
+    c->bye = 1;
+    return;
+  case REDCOLL__FR_ABORT:
+    if (c->peer < 0 || f->len != 0) return conn_proto(c, "bad ABORT");
+    set_fatal(t, REDCOLL_EABORTED, "rank %d aborted with status %d (%s)", c->peer,
+              (int)(int64_t)f->tag, redcoll_status_name((int)(int64_t)f->tag));
+    return;
+  case REDCOLL__FR_DATA:
+    if (c->out || c->peer < 0) return conn_proto(c, "DATA on a wrong connection");
+    c->have_frame = 1;
+    c->fr = *f;
+    try_match(t, c->peer);
+    return;
+  default:
+    return conn_proto(c, "unexpected frame type");
+  }
+}
+
+static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b) {
+  redcoll__tcp_conn *c = s->data;
+  redcoll__tcp *t = c->t;
+  (void)b;
+  if (n == 0 || c->closing) return;
+  if (n == UV_ENOBUFS) {
+    conn_read_stop(c);
+    return;
+  }
+  if (n < 0) {
+    conn_lost(c, (int)n);
+    return;
+  }
+  if (!c->have_frame) {
+    c->hdr_got += (size_t)n;
+    if (c->hdr_got < REDCOLL__TCP_HDR) return;
+    c->hdr_got = 0;
+    redcoll__tcp_frame f;
+    if (redcoll__tcp_decode(c->hdr, &f) != REDCOLL_OK) {
+      conn_proto(c, "malformed frame header");
+      return;
+    }
+    frame_arrived(c, &f);
+    return;
+  }
+  redcoll__tcp_recv *r = t->peers[c->peer].rx;
+  r->got += (size_t)n;
+  if (r->got == r->len) {
+    c->have_frame = 0;
+    r->done = 1;
+    r->status = REDCOLL_OK;
+    t->peers[c->peer].rx = NULL;
+  }
+}
+
+/* ---- connecting and sending ---------------------------------------------- */
+
+static void peer_connect(redcoll__tcp *t, int q, int for_abort);
+
+static void on_send_written(uv_write_t *req, int status) {
+  redcoll__tcp_send *s = req->data;
+  redcoll__tcp *t = req->handle->data ? ((redcoll__tcp_conn *)req->handle->data)->t : NULL;
+  s->done = 1;
+  if (status == 0) {
+    s->status = REDCOLL_OK;
+  } else {
+    s->status = REDCOLL_ETRANSPORT;
+    if (t != NULL && status != UV_ECANCELED) {
+      char a[64];
+      set_fatal(t, REDCOLL_ETRANSPORT, "sending to rank %d (%s) failed: %s", s->dst,
+                peer_addr(t, s->dst, a, sizeof a), uv_strerror(status));
+    }
+  }
+  if (t != NULL && t->peers[s->dst].tx == s) t->peers[s->dst].tx = NULL;
+}
+
+static void send_queue(redcoll__tcp *t, redcoll__tcp_send *s) {
+  redcoll__tcp_conn *c = t->peers[s->dst].out;
+  redcoll__tcp_encode(s->hdr, REDCOLL__FR_DATA, s->tag, (uint64_t)s->len);
+  uv_buf_t b[2];
+  b[0] = uv_buf_init((char *)s->hdr, REDCOLL__TCP_HDR);
+  b[1].base = (char *)(uintptr_t)s->buf;
+  b[1].len = s->len;
+  s->req.data = s;
+  int r = uv_write(&s->req, (uv_stream_t *)&c->h, b, s->len ? 2 : 1, on_send_written);
+  if (r != 0) {
+    s->done = 1;
+    s->status = REDCOLL_ETRANSPORT;
+    t->peers[s->dst].tx = NULL;
+    char a[64];
+    set_fatal(t, REDCOLL_ETRANSPORT, "cannot send to rank %d (%s): %s", s->dst,
+              peer_addr(t, s->dst, a, sizeof a), uv_strerror(r));
+    return;
+  }
+  s->queued = 1;
+}
+
+static void on_retry(uv_timer_t *tm) {
+  redcoll__tcp_peer *p = tm->data;
+  redcoll__tcp *t = uv_handle_get_loop((uv_handle_t *)tm)->data;
+  p->retry_active = 0;
+  int q = (int)(p - t->peers);
+  if (p->out == NULL && p->err == REDCOLL_OK && p->tx != NULL) peer_connect(t, q, 0);
+}
+
+static void on_connect(uv_connect_t *req, int status) {
+  redcoll__tcp_conn *c = req->data;
+  redcoll__tcp *t = c->t;
+  int q = c->peer;
+  redcoll__tcp_peer *p = &t->peers[q];
+  t->connects_pending--;
+  if (c->closing) return;
+  char a[64];
+  if (status != 0) {
+    int retryable = status == UV_ECONNREFUSED || status == UV_ETIMEDOUT ||
+                    status == UV_ECONNRESET || status == UV_EAGAIN || status == UV_ECONNABORTED;
+    int for_abort = c->abort_after_hello;
+    conn_close(c);
+    if (for_abort) return;
+    if (!retryable) {
+      peer_fail(t, q, REDCOLL_ETRANSPORT);
+      set_fatal(t, REDCOLL_ETRANSPORT, "cannot connect to rank %d at %s: %s", q,
+                peer_addr(t, q, a, sizeof a), uv_strerror(status));
+      return;
+    }
+    /* Not listening yet: try again a little later, backing off up to a
+     * quarter second.  The call's timer bounds the whole wait. */
+    redcoll__log(3, "tcp rank %d: rank %d at %s: %s, retrying in %u ms", t->rank, q,
+                 peer_addr(t, q, a, sizeof a), uv_strerror(status), p->backoff_ms);
+    if (!p->retry_init) {
+      uv_timer_init(&t->loop, &p->retry);
+      p->retry.data = p;
+      p->retry_init = 1;
+    }
+    uv_timer_start(&p->retry, on_retry, p->backoff_ms, 0);
+    p->retry_active = 1;
+    p->backoff_ms = p->backoff_ms * 2 > 250 ? 250 : p->backoff_ms * 2;
+    return;
+  }
+  c->ready = 1;
+  uv_tcp_nodelay(&c->h, 1);
+  redcoll__tcp_encode(c->hello, REDCOLL__FR_HELLO, (uint64_t)t->rank, (uint64_t)t->size);
+  uv_buf_t b = uv_buf_init((char *)c->hello, REDCOLL__TCP_HDR);
+  c->hello_req.data = c;
+  int r = uv_write(&c->hello_req, (uv_stream_t *)&c->h, &b, 1, on_hello_written);
+  if (r != 0) {
+    conn_lost(c, r);
+    return;
+  }
+  t->ctl_pending++;
+  /* Reading an outgoing connection only ever yields BYE, ABORT or the end. */
+  conn_read_start(c);
+  if (c->abort_after_hello) ctl_send(c, REDCOLL__FR_ABORT, (uint64_t)(int64_t)t->aborting);
+  if (p->tx != NULL && !p->tx->queued) send_queue(t, p->tx);
+}
+
+static void peer_connect(redcoll__tcp *t, int q, int for_abort) {
+  redcoll__tcp_peer *p = &t->peers[q];
+  char a[64];
+  redcoll__tcp_conn *c = conn_new(t, q, 1);
+  if (c == NULL) {
+    if (!for_abort) set_fatal(t, REDCOLL_ENOMEM, "no memory for a connection to rank %d", q);
+    return;
+  }
+  c->abort_after_hello = for_abort;
+  c->creq.data = c;
+  int r = uv_tcp_connect(&c->creq, &c->h, (const struct sockaddr *)&p->addr, on_connect);
+  if (r != 0) {
+    conn_close(c);
+    if (!for_abort)
+      set_fatal(t, REDCOLL_ETRANSPORT, "cannot connect to rank %d at %s: %s", q,
+                peer_addr(t, q, a, sizeof a), uv_strerror(r));
+    return;
+  }
+  t->connects_pending++;
+  p->out = c;
+}
+
+void redcoll__tcp_on_accept(uv_stream_t *server, int status) {
+  redcoll__tcp *t = server->data;
+  if (status != 0) {
+    redcoll__log(1, "tcp rank %d: accept failed: %s", t->rank, uv_strerror(status));
+    return;
+  }
+  redcoll__tcp_conn *c = conn_new(t, -1, 0);
+  if (c == NULL) return;
+  if (uv_accept(server, (uv_stream_t *)&c->h) != 0) {
+    conn_close(c);
+    return;
+  }
+  uv_tcp_nodelay(&c->h, 1);
+  conn_read_start(c);
+}
+
+/* ---- the blocking wait ------------------------------------------------------ */
+
+static void on_timer(uv_timer_t *tm) {
+  redcoll__tcp *t = tm->data;
+  t->timed_out = 1;
+}
+
+typedef struct wait_set {
+  redcoll__tcp_send *s;
+  redcoll__tcp_recv *r;
+} wait_set;
+
+static int wait_done(const wait_set *w) {
+  return (w->s == NULL || w->s->done) && (w->r == NULL || w->r->done);
+}
+
+/* Runs the loop until everything in w is done.  Returns REDCOLL_OK or the
+ * reason it stopped; operations still pending are then withdrawn so that
+ * no callback touches the caller's memory after return. */
+static int wait_for(redcoll__tcp *t, wait_set *w, const char *what, int peer) {
+  int rc = REDCOLL_OK;
+  t->timed_out = 0;
+  uv_timer_start(&t->timer, on_timer, t->timeout_ms, 0);
+  while (!wait_done(w)) {
+    if (t->fatal != REDCOLL_OK) {
+      rc = t->fatal;
+      break;
+    }
+    if (t->timed_out) {
+      char a[64];
+      set_fatal(t, REDCOLL_ETIMEDOUT, "%s rank %d (%s) did not complete within %llu ms", what,
+                peer, peer_addr(t, peer, a, sizeof a), (unsigned long long)t->timeout_ms);
+      rc = REDCOLL_ETIMEDOUT;
+      break;
+    }
+    if (uv_run(&t->loop, UV_RUN_ONCE) == 0 && !wait_done(w)) {
+      /* Nothing left that could complete the operation. */
+      set_fatal(t, REDCOLL_ETRANSPORT, "%s rank %d: the event loop ran dry", what, peer);
+      rc = REDCOLL_ETRANSPORT;
+      break;
+    }
+  }
+  uv_timer_stop(&t->timer);
+  if (rc == REDCOLL_OK) {
+    if (w->r != NULL && w->r->status != REDCOLL_OK) rc = w->r->status;
+    if (w->s != NULL && w->s->status != REDCOLL_OK) rc = w->s->status;
+  }
+  /* Withdraw what is still pending. */
+  if (w->r != NULL && !w->r->done) {
+    redcoll__tcp_peer *p = &t->peers[w->r->src];
+    p->rx = NULL;
+    if (w->r->matched && p->in != NULL) conn_close(p->in); /* stream out of step now */
+    w->r->done = 1;
+  }
+  if (w->s != NULL && !w->s->done) {
+    redcoll__tcp_peer *p = &t->peers[w->s->dst];
+    if (p->tx == w->s) p->tx = NULL;
+    if (w->s->queued) {
+      /* The write still points at the caller's buffer: closing the
+       * connection cancels it, and its callback runs in the close pass. */
+      if (p->out != NULL) conn_close(p->out);
+      for (int i = 0; i < 1000 && !w->s->done; i++) uv_run(&t->loop, UV_RUN_NOWAIT);
+    }
+    w->s->done = 1;
+  }
+  return rc;
+}
+
+static int call_enter(redcoll__tcp *t) {
+  if (t->in_call) {
+    redcoll__log(0, "tcp rank %d: transport re-entered from a callback", t->rank);
+    return REDCOLL_EINVAL;
+  }
+  if (t->fatal != REDCOLL_OK) return t->fatal;
+  t->in_call = 1;
+  return REDCOLL_OK;
+}
+
+static int post_send(redcoll__tcp *t, redcoll__tcp_send *s) {
+  redcoll__tcp_peer *p = &t->peers[s->dst];
+  if (p->err != REDCOLL_OK) {
+    s->done = 1;
+    s->status = p->err;
+    return p->err;
+  }
+  p->tx = s;
+  if (p->out != NULL && p->out->ready) {
+    send_queue(t, s);
+  } else if (p->out == NULL && !p->retry_active) {
+    p->backoff_ms = 2;
+    peer_connect(t, s->dst, 0);
+  }
+  return REDCOLL_OK;
+}
+
+static int post_recv(redcoll__tcp *t, redcoll__tcp_recv *r) {
+  redcoll__tcp_peer *p = &t->peers[r->src];
+  if (p->err != REDCOLL_OK) {
+    r->done = 1;
+    r->status = p->err;
+    return p->err;
+  }
+  p->rx = r;
+  if (p->in != NULL) {
+    if (p->in->have_frame) try_match(t, r->src);
+    else conn_read_start(p->in);
+  }
+  return REDCOLL_OK;
+}
+
+static int tcp_send(void *impl, int dst, uint64_t tag, const void *buf, size_t len) {
+  redcoll__tcp *t = impl;
+  if (dst < 0 || dst >= t->size || dst == t->rank) return REDCOLL_EINVAL;
+  int rc = call_enter(t);
+  if (rc != REDCOLL_OK) return rc;
+  redcoll__tcp_send s = {.dst = dst, .tag = tag, .buf = buf, .len = len};
+  wait_set w = {&s, NULL};
+  rc = post_send(t, &s);
+  if (rc == REDCOLL_OK) rc = wait_for(t, &w, "sending to", dst);
+  t->in_call = 0;
+  return rc;
+}
+
+static int tcp_recv(void *impl, int src, uint64_t tag, void *buf, size_t len) {
+  redcoll__tcp *t = impl;
+  if (src < 0 || src >= t->size || src == t->rank) return REDCOLL_EINVAL;
+  int rc = call_enter(t);
+  if (rc != REDCOLL_OK) return rc;
+  redcoll__tcp_recv r = {.src = src, .tag = tag, .buf = buf, .len = len};
+  wait_set w = {NULL, &r};
+  rc = post_recv(t, &r);
+  if (rc == REDCOLL_OK) rc = wait_for(t, &w, "receiving from", src);
+  t->in_call = 0;
+  return rc;
+}
+
+static int tcp_sendrecv(void *impl, int dst, uint64_t stag, const void *sbuf, size_t slen, int src,
+                        uint64_t rtag, void *rbuf, size_t rlen) {
+  redcoll__tcp *t = impl;
+  if (dst < 0 || dst >= t->size || dst == t->rank || src < 0 || src >= t->size || src == t->rank)
+    return REDCOLL_EINVAL;
+  int rc = call_enter(t);
+  if (rc != REDCOLL_OK) return rc;
+  redcoll__tcp_recv r = {.src = src, .tag = rtag, .buf = rbuf, .len = rlen};
+  redcoll__tcp_send s = {.dst = dst, .tag = stag, .buf = sbuf, .len = slen};
+  wait_set w = {&s, &r};
+  /* The receive goes first, so the peer's data can flow while we send. */
+  rc = post_recv(t, &r);
+  if (rc == REDCOLL_OK) rc = post_send(t, &s);
+  else s.done = 1;
+  if (rc == REDCOLL_OK || !wait_done(&w)) {
+    int rc2 = wait_for(t, &w, "exchanging with", dst == src ? dst : rc == REDCOLL_OK ? src : dst);
+    if (rc == REDCOLL_OK) rc = rc2;
+  }
+  t->in_call = 0;
+  return rc;
+}
+
+/* Runs the loop while cond holds, for at most ms milliseconds. */
+static void run_bounded(redcoll__tcp *t, int (*busy)(redcoll__tcp *), uint64_t ms) {
+  t->timed_out = 0;
+  uv_timer_start(&t->timer, on_timer, ms, 0);
+  while (busy(t) && !t->timed_out) {
+    if (uv_run(&t->loop, UV_RUN_ONCE) == 0) break;
+  }
+  uv_timer_stop(&t->timer);
+}
+
+static int ctl_busy(redcoll__tcp *t) { return t->ctl_pending > 0 || t->connects_pending > 0; }
+
+static void tcp_abort(void *impl, int status) {
+  redcoll__tcp *t = impl;
+  if (t->in_call || t->aborting) return;
+  t->aborting = status ? status : REDCOLL_EABORTED;
+  redcoll__log(2, "tcp rank %d: aborting (%s)", t->rank, redcoll_status_name(status));
+  for (int q = 0; q < t->size; q++) {
+    if (q == t->rank) continue;
+    redcoll__tcp_peer *p = &t->peers[q];
+    int told = 0;
+    if (p->out != NULL && p->out->ready) {
+      ctl_send(p->out, REDCOLL__FR_ABORT, (uint64_t)(int64_t)status);
+      told = 1;
+    } else if (p->out != NULL) {
+      p->out->abort_after_hello = 1;
+      told = 1;
+    }
+    if (p->in != NULL) {
+      ctl_send(p->in, REDCOLL__FR_ABORT, (uint64_t)(int64_t)status);
+      told = 1;
+    }
+    /* A peer we never talked to may be waiting for our first message: tell
+     * it through a connection of its own (one attempt, no retry). */
+    if (!told && p->err == REDCOLL_OK) peer_connect(t, q, 1);
+  }
+  uint64_t ms = t->timeout_ms < 1000 ? t->timeout_ms : 1000;
+  run_bounded(t, ctl_busy, ms);
+}
+
+static void close_all(redcoll__tcp *t) {
+  for (redcoll__tcp_conn *c = t->conns.next; c != &t->conns; c = c->next) conn_close(c);
+  for (int q = 0; t->peers != NULL && q < t->size; q++)
+    if (t->peers[q].retry_init) uv_close((uv_handle_t *)&t->peers[q].retry, NULL);
+  if (t->listener_init) uv_close((uv_handle_t *)&t->listener, NULL);
+  if (t->timer_init) uv_close((uv_handle_t *)&t->timer, NULL);
+}
+
+static void tcp_destroy(void *impl) {
+  redcoll__tcp *t = impl;
+  if (t == NULL) return;
+  if (t->loop_init) {
+    /* Say goodbye on every live connection so that peers still at work
+     * can tell a normal close from a crash. */
+    if (!t->in_call) {
+      for (redcoll__tcp_conn *c = t->conns.next; c != &t->conns; c = c->next)
+        if (c->ready && !c->closing) ctl_send(c, REDCOLL__FR_BYE, 0);
+      if (t->timer_init) run_bounded(t, ctl_busy, 500);
+    }
+    close_all(t);
+    uv_run(&t->loop, UV_RUN_DEFAULT);
+    if (uv_loop_close(&t->loop) != 0)
+      redcoll__log(1, "tcp rank %d: event loop still busy at close", t->rank);
+  }
+  free(t->peers);
+  free(t);
+}
+
+static const redcoll_transport_ops tcp_ops = {
+    .version = REDCOLL_TRANSPORT_VERSION,
+    .send = tcp_send,
+    .recv = tcp_recv,
+    .sendrecv = tcp_sendrecv,
+    .charge = NULL,
+    .abort = tcp_abort,
+    .destroy = tcp_destroy,
+};
+
+/* ---- construction --------------------------------------------------------- */
+
+static void ignore_sigpipe(void) {
+  struct sigaction sa;
+  if (sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler == SIG_DFL) {
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = SIG_IGN;
+    sigaction(SIGPIPE, &sa, NULL);
+  }
+}
+
+REDCOLL_API int redcoll_tcp_comm_create(const redcoll_tcp_config *cfg, redcoll_comm **out) {
+  if (out == NULL) return REDCOLL_EINVAL;
+  *out = NULL;
+  if (cfg == NULL || cfg->size < 1 || cfg->rank < 0 || cfg->rank >= cfg->size) {
+    redcoll__log(0, "tcp: rank and size missing or out of range");
+    return REDCOLL_EINVAL;
+  }
+  int rc;
+  redcoll__tcp *t = calloc(1, sizeof *t);
+  if (t == NULL) return REDCOLL_ENOMEM;
+  t->conns.next = t->conns.prev = &t->conns;
+  t->rank = cfg->rank;
+  t->size = cfg->size;
+  t->timeout_ms = cfg->timeout_ms ? cfg->timeout_ms : REDCOLL_TCP_DEFAULT_TIMEOUT_MS;
+  t->peers = calloc((size_t)cfg->size, sizeof *t->peers);
+  if (t->peers == NULL) {
+    rc = REDCOLL_ENOMEM;
+    goto fail;
+  }
+  if (uv_loop_init(&t->loop) != 0) {
+    rc = REDCOLL_ENOMEM;
+    goto fail;
+  }
+  t->loop_init = 1;
+  t->loop.data = t;
+  uv_timer_init(&t->loop, &t->timer);
+  t->timer.data = t;
+  t->timer_init = 1;
+  ignore_sigpipe();
+  rc = redcoll__tcp_bootstrap(t, cfg);
+  if (rc != REDCOLL_OK) goto fail;
+  return redcoll_comm_create(&tcp_ops, t, cfg->rank, cfg->size, out);
+
+fail:
+  tcp_destroy(t);
+  return rc;
+}
+
+REDCOLL_API int redcoll_tcp_comm_create_from_env(redcoll_comm **out) {
+  redcoll_tcp_config cfg;
+  if (out != NULL) *out = NULL;
+  int rc = redcoll_tcp_config_from_env(&cfg);
+  if (rc != REDCOLL_OK) return rc;
+  return redcoll_tcp_comm_create(&cfg, out);
+}
+
+REDCOLL_API int redcoll_tcp_comm_set_timeout(redcoll_comm *c, uint64_t timeout_ms) {
+  if (c == NULL || c->ops != &tcp_ops) return REDCOLL_EINVAL;
+  redcoll__tcp *t = c->impl;
+  t->timeout_ms = timeout_ms ? timeout_ms : REDCOLL_TCP_DEFAULT_TIMEOUT_MS;
+  return REDCOLL_OK;
+}
+
+REDCOLL_API int redcoll_tcp_comm_address(const redcoll_comm *c, char *buf, size_t len) {
+  if (c == NULL || c->ops != &tcp_ops || buf == NULL || len == 0) return REDCOLL_EINVAL;
+  const redcoll__tcp *t = c->impl;
+  redcoll__tcp_addr_str(&t->self, buf, len);
+  return REDCOLL_OK;
+}

@@ -1,0 +1,145 @@
+/*
+ * Internals of the TCP transport shared by its files: the frame header, the
+ * transport state, and the bootstrap (addresses, environment, rendezvous).
+ */
+#ifndef REDCOLL_TCP_INT_H
+#define REDCOLL_TCP_INT_H
+
+#include <uv.h>
+
+#include "internal.h"
+#include "redcoll/tcp.h"
+
+/* ---- wire format --------------------------------------------------------- */
+
+#define REDCOLL__TCP_MAGIC 0x4c434452u /* "RDCL" little-endian */
+#define REDCOLL__TCP_VERSION 1
+#define REDCOLL__TCP_HDR 24
+/* An address in the rendezvous: family (u16: 4 or 6), port (u16), 16 bytes
+ * of address (IPv4 in the first 4). */
+#define REDCOLL__TCP_ADDR_WIRE 20
+
+enum {
+  REDCOLL__FR_DATA = 1,  /* tag: the message tag; len: payload bytes */
+  REDCOLL__FR_HELLO = 2, /* first frame of a connection; tag: rank, len: size */
+  REDCOLL__FR_BYE = 3,   /* the sender is closing normally; tag 0, len 0 */
+  REDCOLL__FR_ABORT = 4, /* the sender gave up; tag: its status, len 0 */
+  REDCOLL__FR_REG = 5,   /* rendezvous: tag: rank | size << 32; len: ADDR_WIRE */
+  REDCOLL__FR_TABLE = 6, /* rendezvous: tag: size; len: size * ADDR_WIRE */
+};
+
+typedef struct redcoll__tcp_frame {
+  unsigned type;
+  uint64_t tag;
+  uint64_t len;
+} redcoll__tcp_frame;
+
+void redcoll__tcp_encode(unsigned char *out, unsigned type, uint64_t tag, uint64_t len);
+/* REDCOLL_EPROTO if magic, version, reserved bits or type are wrong. */
+int redcoll__tcp_decode(const unsigned char *in, redcoll__tcp_frame *f);
+
+/* ---- addresses ------------------------------------------------------------ */
+
+typedef struct sockaddr_storage redcoll__tcp_addr;
+
+/* Parses "host:port", "[v6]:port", "host", ":port" (n bytes of s).
+ * default_port < 0 makes the port mandatory.  *has_host is 0 for ":port".
+ * Host names are resolved.  REDCOLL_EINVAL if malformed or unresolvable. */
+int redcoll__tcp_parse_addr(const char *s, size_t n, int default_port, redcoll__tcp_addr *out,
+                            int *has_host);
+/* "1.2.3.4:5" or "[::1]:5". */
+void redcoll__tcp_addr_str(const redcoll__tcp_addr *a, char *buf, size_t len);
+int redcoll__tcp_addr_port(const redcoll__tcp_addr *a);
+void redcoll__tcp_addr_set_port(redcoll__tcp_addr *a, int port);
+int redcoll__tcp_addr_loopback(const redcoll__tcp_addr *a);
+int redcoll__tcp_addr_wildcard(const redcoll__tcp_addr *a);
+int redcoll__tcp_addr_equal(const redcoll__tcp_addr *a, const redcoll__tcp_addr *b);
+void redcoll__tcp_addr_encode(unsigned char *out, const redcoll__tcp_addr *a);
+int redcoll__tcp_addr_decode(const unsigned char *in, redcoll__tcp_addr *a);
+/* The first address of family `family` of an interface that REDCOLL_IFNAME-
+ * style spec selects.  REDCOLL_EINVAL (message in why) if none. */
+int redcoll__tcp_pick_interface(const char *spec, int family, redcoll__tcp_addr *out, char *why,
+                                size_t whylen);
+
+/* ---- transport state ------------------------------------------------------- */
+
+typedef struct redcoll__tcp redcoll__tcp;
+typedef struct redcoll__tcp_conn redcoll__tcp_conn;
+
+struct redcoll__tcp_conn {
+  uv_tcp_t h;
+  uv_connect_t creq;
+  redcoll__tcp *t;
+  int peer;     /* rank; -1 for an accepted connection before its HELLO */
+  int out;      /* 1: opened by this rank, carries its messages to peer */
+  int ready;    /* connected (out) or identified (in) */
+  int closing;
+  int reading;
+  int bye;      /* the peer said goodbye */
+  int abort_after_hello; /* opened by abort: send ABORT once connected */
+  unsigned char hdr[REDCOLL__TCP_HDR];
+  size_t hdr_got;
+  int have_frame; /* a DATA header was read, its payload not yet */
+  redcoll__tcp_frame fr;
+  unsigned char hello[REDCOLL__TCP_HDR];
+  uv_write_t hello_req;
+  redcoll__tcp_conn *next, *prev;
+};
+
+typedef struct redcoll__tcp_send {
+  int dst;
+  uint64_t tag;
+  const void *buf;
+  size_t len;
+  unsigned char hdr[REDCOLL__TCP_HDR];
+  uv_write_t req;
+  int queued, done, status;
+} redcoll__tcp_send;
+
+typedef struct redcoll__tcp_recv {
+  int src;
+  uint64_t tag;
+  void *buf;
+  size_t len, got;
+  int matched, done, status;
+} redcoll__tcp_recv;
+
+typedef struct redcoll__tcp_peer {
+  redcoll__tcp_addr addr;
+  redcoll__tcp_conn *out, *in;
+  uv_timer_t retry;
+  int retry_init, retry_active;
+  unsigned backoff_ms;
+  redcoll__tcp_send *tx;
+  redcoll__tcp_recv *rx;
+  int err; /* this peer is unusable: its status */
+} redcoll__tcp_peer;
+
+struct redcoll__tcp {
+  uv_loop_t loop;
+  int loop_init;
+  int rank, size;
+  uint64_t timeout_ms;
+  uv_tcp_t listener;
+  int listener_init;
+  redcoll__tcp_addr self;
+  uv_timer_t timer;
+  int timer_init;
+  int timed_out;
+  redcoll__tcp_peer *peers;
+  redcoll__tcp_conn conns; /* list head of every connection */
+  int ctl_pending;         /* BYE / ABORT / HELLO writes in flight */
+  int connects_pending;
+  int fatal;               /* first error that breaks every call */
+  int in_call;             /* re-entry guard */
+  int aborting;
+};
+
+/* The listener's connection callback (tcp.c). */
+void redcoll__tcp_on_accept(uv_stream_t *server, int status);
+
+/* Fills t->peers[*].addr and t->self and makes t->listener listen (bootstrap.c).
+ * Returns a status with the reason logged. */
+int redcoll__tcp_bootstrap(redcoll__tcp *t, const redcoll_tcp_config *cfg);
+
+#endif /* REDCOLL_TCP_INT_H */

@@ -1,0 +1,468 @@
+/*
+ * The threads transport (include/redcoll/threads.h): ranks are threads of
+ * one process and a message is copied once, between the user buffers.
+ *
+ * A world holds one record per rank with two slots, a send slot and a
+ * receive slot: a rank has at most one call in progress, and a call posts
+ * one or both halves (sendrecv posts both before waiting for either, so a
+ * ring of sendrecvs cannot deadlock).  Because a send blocks until it has
+ * been received, a rank has at most one message in flight to anybody, and
+ * messages between a pair are matched in the order sent without a queue.
+ *
+ * Matching is done under the world mutex by whichever thread posts the
+ * second half of a pair (send slot of s aimed at r, receive slot of r aimed
+ * at s).  It marks both slots busy, drops the mutex, copies straight from
+ * the sender's buffer into the receiver's, takes the mutex again, marks both
+ * done and signals the other thread, which sleeps on its own condition
+ * variable meanwhile.  A busy slot is never given up: a thread whose wait is
+ * cut short (abort, timeout, peer gone) cancels only slots nobody has
+ * claimed, so no copy ever lands in a buffer its owner has taken back.
+ *
+ * Lifetime: each communicator's impl holds a reference on the world, and so
+ * does the function that creates it until it is done; the last release
+ * frees the world.  Destroying an impl marks its rank gone, which fails the
+ * peers' calls that wait for it with REDCOLL_ETRANSPORT.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "internal.h"
+#include "redcoll/threads.h"
+#include "redcoll/transport.h"
+
+#define THREADS_MAX_P 65536
+/* Timeouts beyond this (about 31 years) are taken as no bound at all. */
+#define THREADS_MAX_TIMEOUT_MS ((int64_t)1000000000000)
+
+enum slot_state {
+  SLOT_IDLE,   /* no half of a call posted */
+  SLOT_POSTED, /* waiting for the peer's matching half */
+  SLOT_BUSY,   /* matched; a thread is copying between the two buffers */
+  SLOT_DONE    /* finished with status */
+};
+
+typedef struct th_slot {
+  int state;
+  int peer;
+  uint64_t tag;
+  void *buf; /* receive: the destination; send: the source */
+  size_t len;
+  int status;
+} th_slot;
+
+typedef struct th_rank {
+  pthread_cond_t cv; /* waited on by the rank's own thread only */
+  th_slot send, recv;
+  int gone;          /* the rank's impl has been destroyed */
+} th_rank;
+
+typedef struct th_world {
+  pthread_mutex_t mu;
+  int p;
+  int refs;
+  int aborted;        /* the status given to abort; 0 while not aborted */
+  int64_t timeout_ms; /* bound on one call; < 0: none */
+  th_rank *ranks;
+} th_world;
+
+typedef struct th_impl {
+  th_world *w;
+  int rank;
+} th_impl;
+
+/* ---- world ---------------------------------------------------------------- */
+
+/* The bound on one call from cfg, else REDCOLL_TIMEOUT_MS, else the default;
+ * -1 for none. */
+static int resolve_timeout(const redcoll_threads_config *cfg, int64_t *out) {
+  if (cfg != NULL && cfg->timeout_ms != 0) {
+    *out = cfg->timeout_ms < 0 || cfg->timeout_ms > THREADS_MAX_TIMEOUT_MS ? -1 : cfg->timeout_ms;
+    return REDCOLL_OK;
+  }
+  const char *s = getenv("REDCOLL_TIMEOUT_MS");
+  if (s == NULL || *s == '\0') {
+    *out = REDCOLL_THREADS_DEFAULT_TIMEOUT_MS;
+    return REDCOLL_OK;
+  }
+  char *end;
+  errno = 0;
+  long long v = strtoll(s, &end, 10);
+  if (errno != 0 || end == s || *end != '\0') {
+    redcoll__log(0, "threads: REDCOLL_TIMEOUT_MS=%s is not a number of milliseconds", s);
+    return REDCOLL_EINVAL;
+  }
+  *out = v <= 0 || v > THREADS_MAX_TIMEOUT_MS ? -1 : (int64_t)v;
+  return REDCOLL_OK;
+}
+
+static void world_free(th_world *w) {
+  for (int i = 0; i < w->p; i++) pthread_cond_destroy(&w->ranks[i].cv);
+  pthread_mutex_destroy(&w->mu);
+  free(w->ranks);
+  free(w);
+}
+
+/* A world of p ranks with one reference, the creator's. */
+static int world_new(int p, const redcoll_threads_config *cfg, th_world **out) {
+  int64_t timeout;
+  int rc = resolve_timeout(cfg, &timeout);
+  if (rc != REDCOLL_OK) return rc;
+  rc = REDCOLL_ENOMEM;
+  th_world *w = calloc(1, sizeof *w);
+  if (w == NULL) goto fail;
+  w->ranks = calloc((size_t)p, sizeof *w->ranks);
+  if (w->ranks == NULL) goto fail_world;
+  if (pthread_mutex_init(&w->mu, NULL) != 0) goto fail_ranks;
+  pthread_condattr_t attr;
+  if (pthread_condattr_init(&attr) != 0) goto fail_mutex;
+  /* Deadlines are on the monotonic clock: a jump of the wall clock must not
+   * fire or postpone a timeout. */
+  if (pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) != 0) goto fail_attr;
+  int n = 0;
+  for (; n < p; n++) {
+    if (pthread_cond_init(&w->ranks[n].cv, &attr) != 0) goto fail_cvs;
+  }
+  pthread_condattr_destroy(&attr);
+  w->p = p;
+  w->refs = 1;
+  w->timeout_ms = timeout;
+  *out = w;
+  return REDCOLL_OK;
+
+fail_cvs:
+  while (n-- > 0) pthread_cond_destroy(&w->ranks[n].cv);
+fail_attr:
+  pthread_condattr_destroy(&attr);
+fail_mutex:
+  pthread_mutex_destroy(&w->mu);
+fail_ranks:
+  free(w->ranks);
+fail_world:
+  free(w);
+fail:
+  return rc;
+}
+
+static void world_release(th_world *w) {
+  pthread_mutex_lock(&w->mu);
+  int last = --w->refs == 0;
+  pthread_mutex_unlock(&w->mu);
+  if (last) world_free(w);
+}
+
+static void world_abort(th_world *w, int status) {
+  pthread_mutex_lock(&w->mu);
+  if (w->aborted == 0) {
+    w->aborted = status < 0 ? status : REDCOLL_EABORTED;
+    for (int i = 0; i < w->p; i++) pthread_cond_signal(&w->ranks[i].cv);
+  }
+  pthread_mutex_unlock(&w->mu);
+}
+
+/* ---- matching and waiting -------------------------------------------------- */
+
+static void slot_post(th_slot *s, int peer, uint64_t tag, void *buf, size_t len) {
+  s->state = SLOT_POSTED;
+  s->peer = peer;
+  s->tag = tag;
+  s->buf = buf;
+  s->len = len;
+  s->status = REDCOLL_OK;
+}
+
+/* If the send slot of rank s and the receive slot of rank r are posted to
+ * each other, carries out the transfer and wakes the thread of the two that
+ * is not `me`.  Called with the mutex held; drops it during the copy. */
+static void try_match(th_world *w, int s, int r, int me) {
+  th_slot *ss = &w->ranks[s].send, *rs = &w->ranks[r].recv;
+  if (ss->state != SLOT_POSTED || ss->peer != r || rs->state != SLOT_POSTED || rs->peer != s)
+    return;
+  if (w->aborted != 0) return; /* the waits cancel both halves */
+  int status = REDCOLL_OK;
+  if (ss->tag != rs->tag || ss->len != rs->len) {
+    status = REDCOLL_EMISMATCH;
+  } else if (ss->len > 0) {
+    void *dst = rs->buf;
+    const void *src = ss->buf;
+    size_t len = ss->len;
+    ss->state = rs->state = SLOT_BUSY;
+    pthread_mutex_unlock(&w->mu);
+    memcpy(dst, src, len);
+    pthread_mutex_lock(&w->mu);
+  }
+  ss->state = rs->state = SLOT_DONE;
+  ss->status = rs->status = status;
+  pthread_cond_signal(&w->ranks[me == s ? r : s].cv);
+}
+
+/* Waits, with the mutex held, until each of the caller's slots a and b (NULL
+ * if not posted) is done, cancelling the ones nobody has claimed yet when
+ * the world is aborted, the peer is gone, the deadline (NULL: none) has
+ * passed or the other half failed.  Returns the first failure (a's before
+ * b's) and leaves both slots idle. */
+static int wait_slots(th_world *w, int me, th_slot *a, th_slot *b, const struct timespec *deadline) {
+  th_slot *const sl[2] = {a, b};
+  int expired = 0;
+  for (;;) {
+    int cancel = REDCOLL_OK, pending = 0;
+    for (int i = 0; i < 2; i++) {
+      if (sl[i] != NULL && sl[i]->state == SLOT_DONE && sl[i]->status != REDCOLL_OK &&
+          cancel == REDCOLL_OK)
+        cancel = sl[i]->status;
+    }
+    if (cancel == REDCOLL_OK && w->aborted != 0) cancel = REDCOLL_EABORTED;
+    if (cancel == REDCOLL_OK && expired) cancel = REDCOLL_ETIMEDOUT;
+    for (int i = 0; i < 2; i++) {
+      th_slot *s = sl[i];
+      if (s == NULL) continue;
+      if (s->state == SLOT_POSTED) {
+        int why = cancel != REDCOLL_OK ? cancel
+                  : w->ranks[s->peer].gone ? REDCOLL_ETRANSPORT
+                                           : REDCOLL_OK;
+        if (why != REDCOLL_OK) {
+          s->state = SLOT_DONE;
+          s->status = why;
+        } else {
+          pending = 1;
+        }
+      } else if (s->state == SLOT_BUSY) {
+        pending = 1; /* a copy in progress always finishes */
+      }
+    }
+    if (!pending) break;
+    if (deadline != NULL && !expired) {
+      if (pthread_cond_timedwait(&w->ranks[me].cv, &w->mu, deadline) == ETIMEDOUT) expired = 1;
+    } else {
+      pthread_cond_wait(&w->ranks[me].cv, &w->mu);
+    }
+  }
+  int rc = REDCOLL_OK;
+  for (int i = 0; i < 2; i++) {
+    if (sl[i] == NULL) continue;
+    if (rc == REDCOLL_OK) rc = sl[i]->status;
+    sl[i]->state = SLOT_IDLE;
+  }
+  return rc;
+}
+
+static void deadline_after(struct timespec *ts, int64_t ms) {
+  clock_gettime(CLOCK_MONOTONIC, ts);
+  ts->tv_sec += (time_t)(ms / 1000);
+  ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+  if (ts->tv_nsec >= 1000000000L) {
+    ts->tv_sec++;
+    ts->tv_nsec -= 1000000000L;
+  }
+}
+
+/* One call: the send half if dst >= 0, the receive half if src >= 0. */
+static int xfer(th_impl *t, int dst, uint64_t stag, const void *sbuf, size_t slen, int src,
+                uint64_t rtag, void *rbuf, size_t rlen) {
+  th_world *w = t->w;
+  int me = t->rank;
+  struct timespec deadline;
+  if (w->timeout_ms >= 0) deadline_after(&deadline, w->timeout_ms);
+
+  pthread_mutex_lock(&w->mu);
+  if (w->aborted != 0) {
+    pthread_mutex_unlock(&w->mu);
+    return REDCOLL_EABORTED;
+  }
+  th_rank *r = &w->ranks[me];
+  if (dst >= 0) slot_post(&r->send, dst, stag, (void *)(uintptr_t)sbuf, slen);
+  if (src >= 0) slot_post(&r->recv, src, rtag, rbuf, rlen);
+  if (dst >= 0) try_match(w, me, dst, me);
+  if (src >= 0) try_match(w, src, me, me);
+  int rc = wait_slots(w, me, dst >= 0 ? &r->send : NULL, src >= 0 ? &r->recv : NULL,
+                      w->timeout_ms >= 0 ? &deadline : NULL);
+  pthread_mutex_unlock(&w->mu);
+  return rc;
+}
+
+static int peer_ok(const th_impl *t, int peer, const void *buf, size_t len) {
+  return peer >= 0 && peer < t->w->p && peer != t->rank && (buf != NULL || len == 0);
+}
+
+/* ---- the vtable --------------------------------------------------------------- */
+
+static int th_send(void *impl, int dst, uint64_t tag, const void *buf, size_t len) {
+  th_impl *t = impl;
+  if (!peer_ok(t, dst, buf, len)) return REDCOLL_EINVAL;
+  return xfer(t, dst, tag, buf, len, -1, 0, NULL, 0);
+}
+
+static int th_recv(void *impl, int src, uint64_t tag, void *buf, size_t len) {
+  th_impl *t = impl;
+  if (!peer_ok(t, src, buf, len)) return REDCOLL_EINVAL;
+  return xfer(t, -1, 0, NULL, 0, src, tag, buf, len);
+}
+
+static int th_sendrecv(void *impl, int dst, uint64_t stag, const void *sbuf, size_t slen, int src,
+                       uint64_t rtag, void *rbuf, size_t rlen) {
+  th_impl *t = impl;
+  if (!peer_ok(t, dst, sbuf, slen) || !peer_ok(t, src, rbuf, rlen)) return REDCOLL_EINVAL;
+  return xfer(t, dst, stag, sbuf, slen, src, rtag, rbuf, rlen);
+}
+
+static void th_abort(void *impl, int status) {
+  th_impl *t = impl;
+  world_abort(t->w, status);
+}
+
+static void th_destroy(void *impl) {
+  th_impl *t = impl;
+  if (t == NULL) return;
+  th_world *w = t->w;
+  int me = t->rank;
+  pthread_mutex_lock(&w->mu);
+  w->ranks[me].gone = 1;
+  /* Wake the ranks whose unmatched halves wait for this one. */
+  for (int i = 0; i < w->p; i++) {
+    const th_rank *r = &w->ranks[i];
+    if ((r->send.state == SLOT_POSTED && r->send.peer == me) ||
+        (r->recv.state == SLOT_POSTED && r->recv.peer == me))
+      pthread_cond_signal(&w->ranks[i].cv);
+  }
+  int last = --w->refs == 0;
+  pthread_mutex_unlock(&w->mu);
+  if (last) world_free(w);
+  free(t);
+}
+
+static const redcoll_transport_ops threads_ops = {
+    .version = REDCOLL_TRANSPORT_VERSION,
+    .send = th_send,
+    .recv = th_recv,
+    .sendrecv = th_sendrecv,
+    .charge = NULL, /* no clock to advance */
+    .abort = th_abort,
+    .destroy = th_destroy,
+};
+
+/* The communicator of rank `rank` in w; takes a reference on w. */
+static int comm_new(th_world *w, int rank, redcoll_comm **out) {
+  *out = NULL;
+  th_impl *t = malloc(sizeof *t);
+  if (t == NULL) return REDCOLL_ENOMEM;
+  t->w = w;
+  t->rank = rank;
+  pthread_mutex_lock(&w->mu);
+  w->refs++;
+  pthread_mutex_unlock(&w->mu);
+  /* On failure redcoll_comm_create destroys t, which drops the reference. */
+  return redcoll_comm_create(&threads_ops, t, rank, w->p, out);
+}
+
+/* ---- public ----------------------------------------------------------------- */
+
+REDCOLL_API void redcoll_threads_config_init(redcoll_threads_config *cfg) {
+  if (cfg != NULL) memset(cfg, 0, sizeof *cfg);
+}
+
+REDCOLL_API int redcoll_threads_world_create(int p, const redcoll_threads_config *cfg,
+                                             redcoll_comm **comms) {
+  if (comms == NULL || p < 1 || p > THREADS_MAX_P) return REDCOLL_EINVAL;
+  for (int i = 0; i < p; i++) comms[i] = NULL;
+  th_world *w;
+  int rc = world_new(p, cfg, &w);
+  if (rc != REDCOLL_OK) return rc;
+  int i = 0;
+  for (; i < p; i++) {
+    if ((rc = comm_new(w, i, &comms[i])) != REDCOLL_OK) goto fail_comms;
+  }
+  world_release(w);
+  return REDCOLL_OK;
+
+fail_comms:
+  while (i-- > 0) {
+    redcoll_comm_destroy(comms[i]);
+    comms[i] = NULL;
+  }
+  world_release(w);
+  return rc;
+}
+
+typedef struct th_runner {
+  th_world *w;
+  redcoll_comm *comm;
+  redcoll_rank_main fn;
+  void *arg;
+  int status;
+  pthread_t tid;
+} th_runner;
+
+static void *rank_thread(void *vp) {
+  th_runner *r = vp;
+  r->status = r->fn(r->comm, r->arg);
+  /* A rank that gives up takes the world down with it rather than leaving
+   * its peers to their timeouts. */
+  if (r->status != REDCOLL_OK) world_abort(r->w, r->status);
+  redcoll_comm_destroy(r->comm);
+  r->comm = NULL;
+  return NULL;
+}
+
+REDCOLL_API int redcoll_threads_run_config(int p, const redcoll_threads_config *cfg,
+                                           redcoll_rank_main fn, void *arg, int *statuses) {
+  if (fn == NULL || p < 1 || p > THREADS_MAX_P) return REDCOLL_EINVAL;
+  th_world *w;
+  int rc = world_new(p, cfg, &w);
+  if (rc != REDCOLL_OK) return rc;
+  rc = REDCOLL_ENOMEM;
+  th_runner *rs = calloc((size_t)p, sizeof *rs);
+  if (rs == NULL) goto fail_world;
+  int made = 0, started = 0;
+  for (; made < p; made++) {
+    rs[made].w = w;
+    rs[made].fn = fn;
+    rs[made].arg = arg;
+    if ((rc = comm_new(w, made, &rs[made].comm)) != REDCOLL_OK) goto fail_comms;
+  }
+  pthread_attr_t attr;
+  rc = REDCOLL_ENOMEM;
+  if (pthread_attr_init(&attr) != 0) goto fail_comms;
+  if (cfg != NULL && cfg->stack_size != 0 && pthread_attr_setstacksize(&attr, cfg->stack_size) != 0) {
+    rc = REDCOLL_EINVAL;
+    goto fail_attr;
+  }
+  for (; started < p; started++) {
+    if (pthread_create(&rs[started].tid, &attr, rank_thread, &rs[started]) != 0) {
+      rc = REDCOLL_ENOMEM;
+      world_abort(w, REDCOLL_ENOMEM);
+      break;
+    }
+  }
+  pthread_attr_destroy(&attr);
+  for (int i = 0; i < started; i++) pthread_join(rs[i].tid, NULL);
+  if (started < p) goto fail_comms;
+
+  /* The cause of a failure rather than its echo: aborted ranks count last. */
+  rc = REDCOLL_OK;
+  for (int i = 0; i < p && (rc == REDCOLL_OK || rc == REDCOLL_EABORTED); i++) {
+    if (rs[i].status != REDCOLL_OK) rc = rs[i].status;
+  }
+  if (statuses != NULL) {
+    for (int i = 0; i < p; i++) statuses[i] = rs[i].status;
+  }
+  free(rs);
+  world_release(w);
+  return rc;
+
+fail_attr:
+  pthread_attr_destroy(&attr);
+fail_comms:
+  /* Ranks never started still own their communicators. */
+  for (int i = started; i < made; i++) redcoll_comm_destroy(rs[i].comm);
+  free(rs);
+fail_world:
+  world_release(w);
+  return rc;
+}
+
+REDCOLL_API int redcoll_threads_run(int p, redcoll_rank_main fn, void *arg) {
+  return redcoll_threads_run_config(p, NULL, fn, arg, NULL);
+}

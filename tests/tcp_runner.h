@@ -1,0 +1,199 @@
+/*
+ * Runs fn on p ranks of the TCP transport, each a forked process talking
+ * over 127.0.0.1, the way redcoll_threads_run does with threads:
+ *
+ *   int tcp_run(int p, redcoll_rank_main fn, void *arg);
+ *
+ * Rank 0 runs the rendezvous on a port the parent picked.  Every child
+ * creates its communicator, calls fn, destroys the communicator and exits;
+ * a child also fails if it counted CHECK failures (tests/test.h included
+ * first).  The parent waits for every child with a deadline and kills them
+ * all when it passes.  Returns REDCOLL_OK if every rank returned REDCOLL_OK,
+ * else the status of the lowest failing rank (REDCOLL_ETIMEDOUT if the
+ * deadline passed, REDCOLL_ETRANSPORT if a rank died of a signal).
+ */
+#ifndef REDCOLL_TCP_RUNNER_H
+#define REDCOLL_TCP_RUNNER_H
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "redcoll/redcoll.h"
+#include "redcoll/tcp.h"
+
+/* Options of a run; tcp_run uses the defaults. */
+typedef struct tcp_run_opts {
+  int ipv6;             /* bind ::1 instead of 127.0.0.1 */
+  int hosts;            /* REDCOLL_HOSTS-style list instead of the rendezvous */
+  uint64_t timeout_ms;  /* communicator timeout; 0: 60 s */
+  double deadline_s;    /* the parent's deadline for the whole run; 0: 240 s */
+  int statuses[64];     /* out: every rank's status (first 64 ranks) */
+} tcp_run_opts;
+
+static double tcp_run__now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Binds a socket to a free loopback port and keeps it bound (SO_REUSEADDR,
+ * never listening) so that nobody else is handed that port meanwhile; the
+ * rank that listens there binds with SO_REUSEADDR too. */
+static int tcp_run__port(int ipv6, int *fd_out) {
+  int fd = socket(ipv6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  struct sockaddr_storage ss;
+  memset(&ss, 0, sizeof ss);
+  socklen_t len;
+  if (ipv6) {
+    struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+    a->sin6_family = AF_INET6;
+    a->sin6_addr = in6addr_loopback;
+    len = sizeof *a;
+  } else {
+    struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+    a->sin_family = AF_INET;
+    a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    len = sizeof *a;
+  }
+  if (bind(fd, (struct sockaddr *)&ss, len) != 0 || getsockname(fd, (struct sockaddr *)&ss, &len)) {
+    close(fd);
+    return -1;
+  }
+  *fd_out = fd;
+  return ipv6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
+              : ntohs(((struct sockaddr_in *)&ss)->sin_port);
+}
+
+/* Exit codes of a child: 0 ok, 100 + (-status) for a failing status, 99 for
+ * CHECK failures. */
+static int tcp_run__child(int rank, int p, const char *addrs, int hosts, uint64_t timeout_ms,
+                          redcoll_rank_main fn, void *arg) {
+  redcoll_tcp_config cfg;
+  redcoll_tcp_config_init(&cfg);
+  cfg.rank = rank;
+  cfg.size = p;
+  if (hosts) cfg.hosts = addrs;
+  else cfg.master = addrs;
+  cfg.timeout_ms = timeout_ms;
+  redcoll_comm *comm = NULL;
+  int rc = redcoll_tcp_comm_create(&cfg, &comm);
+  if (rc == REDCOLL_OK) rc = fn(comm, arg);
+  redcoll_comm_destroy(comm);
+  fflush(NULL);
+  if (rc != REDCOLL_OK) return 100 + (-rc & 0x1f);
+#ifdef REDCOLL_TEST_H
+  if (test__failures) return 99;
+#endif
+  return 0;
+}
+
+static int tcp_run_opts_run(int p, redcoll_rank_main fn, void *arg, tcp_run_opts *o) {
+  if (p < 1 || p > 1024) return REDCOLL_EINVAL;
+  int rc = REDCOLL_OK;
+  int nports = o->hosts ? p : 1;
+  int *fds = calloc((size_t)nports, sizeof *fds);
+  pid_t *pids = calloc((size_t)p, sizeof *pids);
+  int *status = calloc((size_t)p, sizeof *status);
+  char *addrs = malloc((size_t)nports * 48 + 1);
+  if (fds == NULL || pids == NULL || status == NULL || addrs == NULL) {
+    rc = REDCOLL_ENOMEM;
+    goto out;
+  }
+  addrs[0] = '\0';
+  for (int i = 0; i < nports; i++) fds[i] = -1;
+  for (int i = 0; i < nports; i++) {
+    int port = tcp_run__port(o->ipv6, &fds[i]);
+    if (port < 0) {
+      rc = REDCOLL_ETRANSPORT;
+      goto out;
+    }
+    char one[48];
+    snprintf(one, sizeof one, "%s%s:%d", i ? "," : "", o->ipv6 ? "[::1]" : "127.0.0.1", port);
+    strcat(addrs, one);
+  }
+  uint64_t tmo = o->timeout_ms ? o->timeout_ms : 60000;
+  fflush(NULL);
+  for (int r = 0; r < p; r++) {
+    pid_t pid = fork();
+    if (pid < 0) {
+      rc = REDCOLL_ENOMEM;
+      for (int q = 0; q < r; q++) kill(pids[q], SIGKILL);
+      for (int q = 0; q < r; q++) waitpid(pids[q], NULL, 0);
+      goto out;
+    }
+    if (pid == 0) {
+      for (int i = 0; i < nports; i++) close(fds[i]);
+      _exit(tcp_run__child(r, p, addrs, o->hosts, tmo, fn, arg));
+    }
+    pids[r] = pid;
+    status[r] = REDCOLL_ETIMEDOUT;
+  }
+  for (int i = 0; i < nports; i++) {
+    close(fds[i]);
+    fds[i] = -1;
+  }
+  double deadline = tcp_run__now() + (o->deadline_s > 0 ? o->deadline_s : 240.0);
+  int left = p;
+  while (left > 0) {
+    int ws;
+    pid_t pid = waitpid(-1, &ws, WNOHANG);
+    if (pid > 0) {
+      for (int r = 0; r < p; r++) {
+        if (pids[r] != pid) continue;
+        pids[r] = 0;
+        left--;
+        if (WIFEXITED(ws)) {
+          int code = WEXITSTATUS(ws);
+          status[r] = code == 0 ? REDCOLL_OK : code >= 100 ? -(code - 100) : REDCOLL_EINVAL;
+        } else {
+          status[r] = REDCOLL_ETRANSPORT;
+        }
+      }
+      continue;
+    }
+    if (pid < 0 && errno != EINTR) break;
+    if (tcp_run__now() > deadline) {
+      fprintf(stderr, "tcp_run: deadline passed, killing %d ranks\n", left);
+      for (int r = 0; r < p; r++)
+        if (pids[r] > 0) kill(pids[r], SIGKILL);
+      for (int r = 0; r < p; r++)
+        if (pids[r] > 0) waitpid(pids[r], NULL, 0);
+      break;
+    }
+    struct timespec ts = {0, 2000000};
+    nanosleep(&ts, NULL);
+  }
+  for (int r = 0; r < p; r++) {
+    if (r < 64) o->statuses[r] = status[r];
+    if (status[r] != REDCOLL_OK && rc == REDCOLL_OK) rc = status[r];
+  }
+out:
+  if (fds != NULL)
+    for (int i = 0; i < nports; i++)
+      if (fds[i] >= 0) close(fds[i]);
+  free(fds);
+  free(pids);
+  free(status);
+  free(addrs);
+  return rc;
+}
+
+static inline int tcp_run(int p, redcoll_rank_main fn, void *arg) {
+  tcp_run_opts o;
+  memset(&o, 0, sizeof o);
+  return tcp_run_opts_run(p, fn, arg, &o);
+}
+
+#endif /* REDCOLL_TCP_RUNNER_H */

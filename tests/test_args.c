@@ -1,0 +1,214 @@
+/*
+ * Argument checks: one test per rule.  Every bad call must return its status
+ * with nothing sent (the recording transport below counts every call) and
+ * nothing written (buffers keep their fill pattern).
+ */
+#include <stdint.h>
+
+#include "internal.h"
+#include "test.h"
+
+/* A transport that records and refuses: any call is a test failure. */
+typedef struct rec {
+  int calls;
+  int destroyed;
+} rec;
+
+static int rec_send(void *impl, int dst, uint64_t tag, const void *buf, size_t len) {
+  ((rec *)impl)->calls++;
+  return REDCOLL_ETRANSPORT;
+}
+static int rec_recv(void *impl, int src, uint64_t tag, void *buf, size_t len) {
+  ((rec *)impl)->calls++;
+  return REDCOLL_ETRANSPORT;
+}
+static int rec_sendrecv(void *impl, int dst, uint64_t stag, const void *sbuf, size_t slen, int src,
+                        uint64_t rtag, void *rbuf, size_t rlen) {
+  ((rec *)impl)->calls++;
+  return REDCOLL_ETRANSPORT;
+}
+static void rec_destroy(void *impl) { ((rec *)impl)->destroyed++; }
+
+static const redcoll_transport_ops rec_ops = {
+    REDCOLL_TRANSPORT_VERSION, rec_send, rec_recv, rec_sendrecv, NULL, NULL, rec_destroy};
+
+static rec state;
+static redcoll_comm *make(int rank, int size) {
+  redcoll_comm *c = NULL;
+  int rc = redcoll_comm_create(&rec_ops, &state, rank, size, &c);
+  CHECK_INT(rc, REDCOLL_OK);
+  return c;
+}
+
+static void user_sum(void *out, const void *l, const void *r, size_t n, void *ctx) {
+  const int *a = l, *b = r;
+  int *o = out;
+  for (size_t i = 0; i < n; i++) o[i] = a[i] + b[i];
+}
+
+#define N 16
+static double sbuf[4 * N], rbuf[4 * N];
+static void fill(void) {
+  memset(sbuf, 0x11, sizeof sbuf);
+  memset(rbuf, 0x22, sizeof rbuf);
+}
+static int untouched(void) {
+  for (size_t i = 0; i < sizeof sbuf; i++)
+    if (((unsigned char *)sbuf)[i] != 0x11 || ((unsigned char *)rbuf)[i] != 0x22) return 0;
+  return 1;
+}
+
+/* Runs one bad call and checks status, no transport call, no write. */
+#define BAD(expect, call)                          \
+  do {                                             \
+    fill();                                        \
+    state.calls = 0;                               \
+    CHECK_INT((call), (expect));                   \
+    CHECK_INT(state.calls, 0);                     \
+    CHECK(untouched());                            \
+  } while (0)
+
+static void comm_rules(void) {
+  redcoll_comm *c = (redcoll_comm *)0x1;
+  state.destroyed = 0;
+  CHECK_INT(redcoll_comm_create(&rec_ops, &state, 0, 0, &c), REDCOLL_EINVAL); /* p < 1 */
+  CHECK(c == NULL);
+  CHECK_INT(redcoll_comm_create(&rec_ops, &state, -1, 4, &c), REDCOLL_EINVAL);
+  CHECK_INT(redcoll_comm_create(&rec_ops, &state, 4, 4, &c), REDCOLL_EINVAL);
+  CHECK_INT(redcoll_comm_create(&rec_ops, &state, 0, 4, NULL), REDCOLL_EINVAL);
+  CHECK_INT(redcoll_comm_create(NULL, &state, 0, 4, &c), REDCOLL_EINVAL);
+  redcoll_transport_ops bad = rec_ops;
+  bad.sendrecv = NULL;
+  CHECK_INT(redcoll_comm_create(&bad, &state, 0, 4, &c), REDCOLL_EINVAL);
+  bad = rec_ops;
+  bad.version = 99;
+  CHECK_INT(redcoll_comm_create(&bad, &state, 0, 4, &c), REDCOLL_EINVAL);
+  CHECK_INT(state.destroyed, 0); /* rejected before taking ownership */
+  c = make(1, 4);
+  CHECK_INT(redcoll_comm_rank(c), 1);
+  CHECK_INT(redcoll_comm_size(c), 4);
+  CHECK_INT(redcoll_comm_set_algorithm(c, REDCOLL_COLL_COUNT, REDCOLL_ALGO_LINEAR), REDCOLL_EINVAL);
+  CHECK_INT(redcoll_comm_set_algorithm(c, REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_COUNT), REDCOLL_EINVAL);
+  CHECK_INT(redcoll_comm_set_algorithm(c, REDCOLL_COLL_BARRIER, REDCOLL_ALGO_LINEAR), REDCOLL_ENOTSUP);
+  CHECK_INT(redcoll_comm_set_algorithm(c, REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_LINEAR), REDCOLL_OK);
+  CHECK_INT(redcoll_comm_get_algorithm(c, REDCOLL_COLL_ALLREDUCE), REDCOLL_ALGO_LINEAR);
+  CHECK_INT(redcoll_comm_set_threshold(c, 0), REDCOLL_EINVAL);
+  CHECK_INT(redcoll_comm_set_threshold(c, 4096), REDCOLL_OK);
+  CHECK_INT(redcoll_comm_get_threshold(c), 4096);
+  redcoll_comm_destroy(c);
+  CHECK_INT(state.destroyed, 1);
+  redcoll_comm_destroy(NULL);
+}
+
+static void collective_rules(void) {
+  redcoll_comm *c = make(1, 4);
+  const redcoll_op *S = REDCOLL_SUM;
+  /* NULL buffers with count > 0 */
+  BAD(REDCOLL_EINVAL, redcoll_allreduce(c, NULL, rbuf, N, REDCOLL_FLOAT64, S));
+  BAD(REDCOLL_EINVAL, redcoll_allreduce(c, sbuf, NULL, N, REDCOLL_FLOAT64, S));
+  BAD(REDCOLL_EINVAL, redcoll_reduce(c, NULL, rbuf, N, REDCOLL_FLOAT64, S, 0));
+  BAD(REDCOLL_EINVAL, redcoll_reduce(c, sbuf, NULL, N, REDCOLL_FLOAT64, S, 1)); /* at the root */
+  BAD(REDCOLL_EINVAL, redcoll_bcast(c, NULL, N, REDCOLL_FLOAT64, 0));
+  BAD(REDCOLL_EINVAL, redcoll_allgather(c, NULL, rbuf, N, REDCOLL_FLOAT64));
+  BAD(REDCOLL_EINVAL, redcoll_reduce_scatter_block(c, sbuf, NULL, N, REDCOLL_FLOAT64, S));
+  BAD(REDCOLL_EINVAL, redcoll_reduce_scatter(c, sbuf, rbuf, NULL, REDCOLL_FLOAT64, S));
+  /* count * size overflows */
+  BAD(REDCOLL_EINVAL, redcoll_allreduce(c, sbuf, rbuf, SIZE_MAX / 4, REDCOLL_FLOAT64, S));
+  BAD(REDCOLL_EINVAL, redcoll_bcast(c, rbuf, SIZE_MAX / 2 + 2, REDCOLL_INT16, 0));
+  BAD(REDCOLL_EINVAL, redcoll_reduce_scatter_block(c, sbuf, rbuf, SIZE_MAX / 16, REDCOLL_FLOAT64, S));
+  BAD(REDCOLL_EINVAL, redcoll_allgather(c, sbuf, rbuf, SIZE_MAX / 16, REDCOLL_FLOAT64));
+  size_t huge[4] = {SIZE_MAX / 2, SIZE_MAX / 2, 2, 0};
+  BAD(REDCOLL_EINVAL, redcoll_reduce_scatter(c, sbuf, rbuf, huge, REDCOLL_UINT8, S));
+  /* root out of range */
+  BAD(REDCOLL_EINVAL, redcoll_reduce(c, sbuf, rbuf, N, REDCOLL_FLOAT64, S, 4));
+  BAD(REDCOLL_EINVAL, redcoll_reduce(c, sbuf, rbuf, N, REDCOLL_FLOAT64, S, -1));
+  BAD(REDCOLL_EINVAL, redcoll_bcast(c, rbuf, N, REDCOLL_FLOAT64, 7));
+  /* partially overlapping buffers */
+  BAD(REDCOLL_EINVAL, redcoll_allreduce(c, sbuf, sbuf + 1, N, REDCOLL_FLOAT64, S));
+  BAD(REDCOLL_EINVAL, redcoll_allreduce(c, sbuf + 1, sbuf, N, REDCOLL_FLOAT64, S));
+  BAD(REDCOLL_EINVAL, redcoll_reduce(c, sbuf, sbuf + N - 1, N, REDCOLL_FLOAT64, S, 1));
+  BAD(REDCOLL_EINVAL, redcoll_allgather(c, sbuf + 3, sbuf, N, REDCOLL_FLOAT64));
+  BAD(REDCOLL_EINVAL, redcoll_reduce_scatter_block(c, sbuf, sbuf + 2, N / 4, REDCOLL_FLOAT64, S));
+  /* REDCOLL_IN_PLACE at a non-root of reduce */
+  BAD(REDCOLL_EINVAL, redcoll_reduce(c, REDCOLL_IN_PLACE, rbuf, N, REDCOLL_FLOAT64, S, 0));
+  /* user op with a built-in dtype, built-in op with REDCOLL_CUSTOM */
+  redcoll_op *user = NULL;
+  CHECK_INT(redcoll_op_create(user_sum, sizeof(int), 1, NULL, &user), REDCOLL_OK);
+  BAD(REDCOLL_EINVAL, redcoll_allreduce(c, sbuf, rbuf, N, REDCOLL_INT32, user));
+  BAD(REDCOLL_EINVAL, redcoll_allreduce(c, sbuf, rbuf, N, REDCOLL_CUSTOM, S));
+  BAD(REDCOLL_EINVAL, redcoll_reduce(c, sbuf, rbuf, N, REDCOLL_CUSTOM, REDCOLL_MAX, 1));
+  /* senseless (dtype, op) pairs and bad values */
+  BAD(REDCOLL_EINVAL, redcoll_allreduce(c, sbuf, rbuf, N, REDCOLL_FLOAT64, REDCOLL_BAND));
+  BAD(REDCOLL_EINVAL, redcoll_allreduce(c, sbuf, rbuf, N, REDCOLL_BFLOAT16, REDCOLL_LXOR));
+  BAD(REDCOLL_EINVAL, redcoll_allreduce(c, sbuf, rbuf, N, REDCOLL_FLOAT64, NULL));
+  BAD(REDCOLL_EINVAL, redcoll_allreduce(c, sbuf, rbuf, N, (redcoll_dtype)99, S));
+  BAD(REDCOLL_EINVAL, redcoll_allreduce(NULL, sbuf, rbuf, N, REDCOLL_FLOAT64, S));
+  /* allgatherv: the own count must match recvcounts[rank] */
+  size_t counts[4] = {1, 2, 3, 4};
+  BAD(REDCOLL_EINVAL, redcoll_allgatherv(c, sbuf, 3, rbuf, counts, REDCOLL_FLOAT64));
+  /* nothing communicated: the sequence number did not move */
+  CHECK_INT(c->seq, 0);
+  /* a forced algorithm that needs commutativity refuses a non-commutative op
+   * (checked in test_colls for the registered ones) */
+  redcoll_op_destroy(user);
+  redcoll_op_destroy(NULL);
+  redcoll_comm_destroy(c);
+}
+
+/* Valid calls with count 0 or p = 1 do not communicate either. */
+static void trivial_calls(void) {
+  redcoll_comm *c = make(0, 3);
+  fill();
+  state.calls = 0;
+  CHECK_INT(redcoll_allreduce(c, NULL, NULL, 0, REDCOLL_FLOAT64, REDCOLL_SUM), REDCOLL_OK);
+  CHECK_INT(redcoll_reduce(c, sbuf, rbuf, 0, REDCOLL_FLOAT64, REDCOLL_SUM, 2), REDCOLL_OK);
+  CHECK_INT(redcoll_bcast(c, NULL, 0, REDCOLL_INT8, 1), REDCOLL_OK);
+  CHECK_INT(state.calls, 0);
+  CHECK(untouched());
+  redcoll_comm_destroy(c);
+
+  c = make(0, 1);
+  for (int i = 0; i < N; i++) sbuf[i] = i;
+  CHECK_INT(redcoll_allreduce(c, sbuf, rbuf, N, REDCOLL_FLOAT64, REDCOLL_SUM), REDCOLL_OK);
+  CHECK(memcmp(sbuf, rbuf, N * sizeof(double)) == 0);
+  CHECK_INT(redcoll_barrier(c), REDCOLL_OK);
+  CHECK_INT(state.calls, 0);
+  redcoll_comm_destroy(c);
+}
+
+/* After a transport failure the communicator is broken: later calls fail
+ * fast with the same status and do not touch the transport. */
+static void broken_comm(void) {
+  redcoll_comm *c = make(0, 2);
+  double x[4] = {1, 2, 3, 4}, y[4];
+  state.calls = 0;
+  CHECK_INT(redcoll_allreduce(c, x, y, 4, REDCOLL_FLOAT64, REDCOLL_SUM), REDCOLL_ETRANSPORT);
+  CHECK_INT(state.calls, 1);
+  CHECK_INT(redcoll_comm_error(c), REDCOLL_ETRANSPORT);
+  CHECK_INT(redcoll_allreduce(c, x, y, 4, REDCOLL_FLOAT64, REDCOLL_SUM), REDCOLL_ETRANSPORT);
+  CHECK_INT(redcoll_barrier(c), REDCOLL_ETRANSPORT);
+  CHECK_INT(state.calls, 1);
+  redcoll_comm_destroy(c);
+}
+
+/* The tag folds sequence number, collective, count, dtype, op and root. */
+static void tags(void) {
+  uint64_t t = redcoll__make_tag(5, REDCOLL_COLL_REDUCE, 100, REDCOLL_FLOAT64, REDCOLL_SUM, 3);
+  CHECK_INT(t >> 40, 5);
+  CHECK(t != redcoll__make_tag(6, REDCOLL_COLL_REDUCE, 100, REDCOLL_FLOAT64, REDCOLL_SUM, 3));
+  CHECK(t != redcoll__make_tag(5, REDCOLL_COLL_ALLREDUCE, 100, REDCOLL_FLOAT64, REDCOLL_SUM, 3));
+  CHECK(t != redcoll__make_tag(5, REDCOLL_COLL_REDUCE, 101, REDCOLL_FLOAT64, REDCOLL_SUM, 3));
+  CHECK(t != redcoll__make_tag(5, REDCOLL_COLL_REDUCE, 100, REDCOLL_FLOAT32, REDCOLL_SUM, 3));
+  CHECK(t != redcoll__make_tag(5, REDCOLL_COLL_REDUCE, 100, REDCOLL_FLOAT64, REDCOLL_MAX, 3));
+  CHECK(t != redcoll__make_tag(5, REDCOLL_COLL_REDUCE, 100, REDCOLL_FLOAT64, REDCOLL_SUM, 2));
+  CHECK_INT(t, redcoll__make_tag(5, REDCOLL_COLL_REDUCE, 100, REDCOLL_FLOAT64, REDCOLL_SUM, 3));
+}
+
+int main(void) {
+  comm_rules();
+  collective_rules();
+  trivial_calls();
+  broken_comm();
+  tags();
+  return TEST_DONE();
+}
