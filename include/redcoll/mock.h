@@ -36,14 +36,20 @@ typedef struct redcoll_mock_config {
   double gamma;        /* time per byte reduced */
   uint64_t seed;       /* scheduler seed: same seed, same trace */
   size_t eager_limit;  /* messages with len < eager_limit are eager; 0: none */
-  FILE *trace;         /* if not NULL: one line per message (see docs) */
-  FILE *dot;           /* if not NULL: the communication graph in Graphviz dot */
-  char *report;        /* if not NULL: the first error's description */
+  FILE *trace;         /* if not NULL: one line per completed message
+                        * (format in docs/simulator.md) */
+  FILE *dot;           /* if not NULL: the communication graph in Graphviz dot,
+                        * written when the run ends */
+  char *report;        /* if not NULL: the run's error events, first first, one
+                        * per line (a deadlock lists every blocked rank);
+                        * always NUL-terminated, "" if none */
   size_t report_len;   /* size of report in bytes */
   int verbose;         /* print errors and deadlock reports to stderr */
   /* Fault injection: rank fail_rank (if >= 0) fails its fail_after-th
-   * transport call (0-based) with REDCOLL_ETRANSPORT and stops taking part,
-   * as if its process had died. */
+   * transport call (0-based count of its send, recv and sendrecv calls)
+   * with REDCOLL_ETRANSPORT and stops taking part, as if its process had
+   * died: peers waiting on it, sending to it or receiving from it get
+   * REDCOLL_ETRANSPORT. */
   int fail_rank;
   uint64_t fail_after;
   size_t stack_size;   /* per-rank thread stack; 0: 256 KiB */

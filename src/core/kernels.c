@@ -36,8 +36,8 @@
 
 /* ---- float16 / bfloat16 conversions --------------------------------------
  *
- * All four are branch-free (every case is computed, then selected), so that
- * the kernel loops around them vectorise.  None of them depends on float32
+ * The conversions the kernels use are branch-free (every case is computed,
+ * then selected), so that the loops around them vectorise.  None of them depends on float32
  * subnormals being honoured (they work with flush-to-zero and
  * denormals-are-zero too); f32_to_f16 relies on the default rounding mode,
  * round to nearest even, for its subnormal results. */

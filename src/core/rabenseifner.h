@@ -22,6 +22,8 @@
 
 #include <stddef.h>
 
+#include "internal.h"
+
 /* The split point of [lo, hi): the lower part gets the odd element. */
 static inline size_t redcoll__rab_mid(size_t lo, size_t hi) { return lo + (hi - lo + 1) / 2; }
 
@@ -126,5 +128,37 @@ static inline void redcoll__rab_chunk(size_t n, int p, int i, size_t *lo, size_t
   *lo = u * q + (u < r ? u : r);
   *hi = *lo + q + (u < r ? 1 : 0);
 }
+
+/* ---- step helpers shared by the family files (halving_doubling.c); these
+ * communicate, unlike everything above ---------------------------------- */
+
+/* One rank's working state: its working vector w (absolute element
+ * offsets), where its current partial lives (cur: the input or w) and the
+ * part of w that holds live data (empty while cur is the input). */
+typedef struct redcoll__rab_state {
+  const redcoll__call *call;
+  char *w;
+  const char *cur;
+  size_t n, es;
+  size_t live_lo, live_hi;
+  int tmp_scratch; /* scratch buffer for incoming data when w has no room */
+} redcoll__rab_state;
+
+/* Room for need incoming elements outside the live part of w, else scratch
+ * buffer tmp_scratch; NULL while cur is the input (receive straight into w)
+ * or when memory is short. */
+char *redcoll__rab_tmp(redcoll__rab_state *s, size_t need);
+
+/* One halving exchange with peer over [lo, hi): keep the lower part if
+ * keep_lower, send the other part of cur, receive the peer's copy of the
+ * kept part and reduce it into w (this rank on the left iff i_am_left).
+ * The live part of w becomes the kept part. */
+int redcoll__rab_exchange(redcoll__rab_state *s, int peer, int keep_lower, int i_am_left,
+                          size_t lo, size_t hi);
+
+/* Receives [lo, hi) from src and reduces it into w with cur (this rank on
+ * the left iff i_am_left); the live part of w becomes [lo, hi). */
+int redcoll__rab_reduce_from(redcoll__rab_state *s, int src, size_t lo, size_t hi,
+                             int i_am_left);
 
 #endif /* REDCOLL_RABENSEIFNER_H */

@@ -15,7 +15,8 @@
  *     ceil(log2 p) alpha + (p-1) m beta + (p-1) m gamma.
  *   reduce (root r): the allgather is replaced by a binomial gather to r over
  *   the relative ranks (i - r) mod p, ceil(log2 p) rounds, and r alone
- *   reduces; same cost at the root.
+ *   reduces; same cost at the root.  Each rank copies its input into slot
+ *   0 of its scratch once, so that what it forwards is contiguous.
  *   Restriction: by its nature this protocol holds all p inputs: its scratch
  *   is p vectors (p m bytes) at every rank for allreduce and at the root of
  *   reduce (a non-root of reduce holds its binomial subtree, at most p/2
@@ -37,10 +38,13 @@
  *   pieces without reducing them would move (p-1) m / 2 per rank; the paper's
  *   m/p per round is only possible with direct partners i +- k, which the
  *   one-ported fully connected model allows.)
- *   Scratch: the p-1 foreign pieces of the own block, (p-1) ceil(m/p) bytes
- *   (at most one vector plus p-1 elements when p does not divide the count),
- *   reused by the routing phase (at most one vector).
- *   Empty blocks (count < p) are not sent.
+ *   Scratch: p slots of the own block for its pieces, p ceil(count/p)
+ *   elements (one vector when p divides the count, else less than p
+ *   elements more), reused by the routing phase: the allgather packs a block
+ *   range that wraps around the end of the vector through it (local copies,
+ *   outside the cost model), and a non-root of reduce gathers its subtree's
+ *   blocks in it (less than one vector).  Empty blocks (count < p) are not
+ *   sent.
  *
  * Example, ring_sequential allreduce on p = 3, count 6 (blocks A B C of two
  * elements, owned by ranks 0 1 2; X_j is rank j's piece of block X).

@@ -2,10 +2,12 @@
  * The simulator transport (include/redcoll/mock.h, docs/simulator.md).
  *
  * Every rank is a thread, but only the thread that holds the baton runs; all
- * others wait on their own condition variable under the one run mutex.  A
- * rank gives the baton away only when it blocks in a call or returns from
- * fn; the next rank is drawn from the runnable set with a generator seeded by
- * cfg->seed, so one seed gives one interleaving.  Completion times are a
+ * others wait on their own semaphore.  A rank gives the baton away only when
+ * it blocks in a call or returns from fn: it picks the next rank from the
+ * runnable set with a generator seeded by cfg->seed, posts that rank's
+ * semaphore and waits on its own, so one seed gives one interleaving.  All
+ * run state is touched only by the baton holder, and the semaphores order
+ * those accesses, so no lock is needed.  Completion times are a
  * dataflow computation over post times and do not depend on the
  * interleaving at all.
  *
@@ -18,7 +20,9 @@
  */
 #include <inttypes.h>
 #include <limits.h>
+#include <errno.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,7 +70,7 @@ typedef struct mock_rank {
   struct mock_run *run;
   int id;
   int state;
-  pthread_cond_t cv;
+  sem_t baton;           /* posted when the rank may run */
   double clock;
   uint64_t rclock;
   int started;           /* its thread was created (it must be joined) */
@@ -92,8 +96,7 @@ typedef struct mock_rank {
 } mock_rank;
 
 typedef struct mock_run {
-  pthread_mutex_t mu;
-  pthread_cond_t done_cv;
+  sem_t done;            /* posted when every rank has returned */
   int p;
   redcoll_mock_config cfg;
   redcoll_rank_main fn;
@@ -107,8 +110,6 @@ typedef struct mock_run {
   int *runnable;         /* ranks in state ST_READY, in no particular order */
   int nrunnable;
   int nblocked;
-  int current;           /* rank holding the baton, -1: none */
-  int all_done;
   uint64_t rng;
   int aborted;
   int deadlocked;
@@ -322,7 +323,10 @@ static void *rank_thread(void *p);
 
 /* Starts r's thread on its slot of the stack mapping.  The stacks are
  * carved from one mapping rather than left to pthread_create, because
- * thousands of thread stacks unmapped one by one cost a TLB shootdown each. */
+ * thousands of thread stacks unmapped one by one cost a TLB shootdown each.
+ * The C library puts static TLS on a caller-provided stack too; should it
+ * not fit (sanitizer runtimes have large TLS), the library allocates the
+ * stack itself. */
 static int start_thread(mock_run *run, mock_rank *r) {
   pthread_attr_t attr;
   if (pthread_attr_init(&attr) != 0) return -1;
@@ -330,21 +334,24 @@ static int start_thread(mock_run *run, mock_rank *r) {
                                  run->slot - run->page);
   if (rc == 0) rc = pthread_create(&run->threads[r->id], &attr, rank_thread, r);
   pthread_attr_destroy(&attr);
+  if (rc == 0) return 0;
+  if (pthread_attr_init(&attr) != 0) return -1;
+  rc = pthread_attr_setstacksize(&attr, run->slot - run->page);
+  if (rc == 0) rc = pthread_create(&run->threads[r->id], &attr, rank_thread, r);
+  pthread_attr_destroy(&attr);
   return rc;
 }
 
-/* Hands the baton to the next rank.  Called with the mutex held by the rank
- * that gives it up (or by the main thread at the start).  A rank's thread is
- * created the first time the rank is picked (no herd of fresh threads
- * queueing on the mutex at start-up); a rank whose thread cannot be created
- * counts as having returned REDCOLL_ENOMEM. */
+/* Hands the baton to the next rank.  Called by the baton holder (or by the
+ * main thread at the start), which must not touch the run afterwards.  A
+ * rank's thread is created the first time the rank is picked, already
+ * holding the baton; a rank whose thread cannot be created counts as having
+ * returned REDCOLL_ENOMEM. */
 static void schedule_next(mock_run *run) {
   for (;;) {
     if (run->nrunnable == 0 && run->nblocked > 0) deadlock(run);
     if (run->nrunnable == 0) {
-      run->current = -1;
-      run->all_done = 1;
-      pthread_cond_signal(&run->done_cv);
+      sem_post(&run->done);
       return;
     }
     int idx = (int)(rng_next(&run->rng) % (uint64_t)run->nrunnable);
@@ -353,26 +360,29 @@ static void schedule_next(mock_run *run) {
     run->runnable[idx] = last;
     mock_rank *r = &run->ranks[id];
     r->state = ST_RUNNING;
-    run->current = id;
     if (r->started) {
-      pthread_cond_signal(&r->cv);
+      sem_post(&r->baton);
       return;
     }
-    if (start_thread(run, r) == 0) {
-      r->started = 1;
-      return;
-    }
+    r->started = 1;
+    if (start_thread(run, r) == 0) return;
+    r->started = 0;
     report_add(run, "rank %d: could not create its thread", id);
     r->state = ST_DONE;
     r->st.status = REDCOLL_ENOMEM;
   }
 }
 
+static void baton_wait(sem_t *s) {
+  while (sem_wait(s) != 0 && errno == EINTR) continue;
+}
+
+/* The caller gives up the baton until its call has ended. */
 static void block(mock_run *run, mock_rank *r) {
   r->state = ST_BLOCKED;
   run->nblocked++;
   schedule_next(run);
-  while (run->current != r->id) pthread_cond_wait(&r->cv, &run->mu);
+  baton_wait(&r->baton);
 }
 
 /* ---- message completion ------------------------------------------------------ */
@@ -523,7 +533,6 @@ static int mock_call(mock_rank *r, int has_send, int dst, uint64_t stag, const v
     return REDCOLL_EINVAL;
   if (has_recv && (src < 0 || src >= run->p || src == r->id || (rbuf == NULL && rlen > 0)))
     return REDCOLL_EINVAL;
-  pthread_mutex_lock(&run->mu);
   int rc;
   if (run->deadlocked) {
     rc = REDCOLL_EDEADLOCK;
@@ -556,7 +565,6 @@ static int mock_call(mock_rank *r, int has_send, int dst, uint64_t stag, const v
     r->rclock = r->crend;
   }
 out:
-  pthread_mutex_unlock(&run->mu);
   return rc;
 }
 
@@ -575,23 +583,19 @@ static int mock_sendrecv(void *impl, int dst, uint64_t stag, const void *sbuf, s
 
 static void mock_charge(void *impl, size_t bytes) {
   mock_rank *r = impl;
-  pthread_mutex_lock(&r->run->mu);
   r->clock += (double)bytes * r->run->cfg.gamma;
   r->st.bytes_reduced += bytes;
-  pthread_mutex_unlock(&r->run->mu);
 }
 
 static void mock_abort(void *impl, int status) {
   mock_rank *r = impl;
   mock_run *run = r->run;
-  pthread_mutex_lock(&run->mu);
   if (!run->aborted && !run->deadlocked && !r->dead) {
     run->aborted = 1;
     report_add(run, "rank %d: aborted the run (%s)", r->id, redcoll_status_name(status));
     for (int i = 0; i < run->p; i++)
       if (run->ranks[i].state == ST_BLOCKED) cancel_call(run, &run->ranks[i], REDCOLL_EABORTED);
   }
-  pthread_mutex_unlock(&run->mu);
 }
 
 /* The rank record belongs to the run, which outlives every communicator. */
@@ -609,28 +613,19 @@ static const redcoll_transport_ops mock_ops = {
 
 /* ---- the run ---------------------------------------------------------------------- */
 
+/* A rank's thread is created holding the baton. */
 static void *rank_thread(void *p) {
   mock_rank *r = p;
   mock_run *run = r->run;
-  pthread_mutex_lock(&run->mu);
-  while (run->current != r->id) pthread_cond_wait(&r->cv, &run->mu);
-  pthread_mutex_unlock(&run->mu);
-
   redcoll_comm *comm = NULL;
   int status = redcoll_comm_create(&mock_ops, r, r->id, run->p, &comm);
   if (status == REDCOLL_OK) status = run->fn(comm, run->arg);
-
-  pthread_mutex_lock(&run->mu);
   r->st.time = r->clock;
   r->st.rounds = r->rclock;
   r->st.status = status;
-  pthread_mutex_unlock(&run->mu);
   redcoll_comm_destroy(comm);
-
-  pthread_mutex_lock(&run->mu);
   r->state = ST_DONE;
-  schedule_next(run);
-  pthread_mutex_unlock(&run->mu);
+  schedule_next(run); /* the last thing this thread does with the run */
   return NULL;
 }
 
@@ -660,7 +655,7 @@ REDCOLL_API void redcoll_mock_config_init(redcoll_mock_config *cfg) {
 REDCOLL_API int redcoll_mock_run(int p, const redcoll_mock_config *cfg, redcoll_rank_main fn,
                                  void *arg, redcoll_mock_stats *stats) {
   if (p < 1 || p > MOCK_MAX_P || fn == NULL) return REDCOLL_EINVAL;
-  int rc = REDCOLL_ENOMEM, ncv = 0;
+  int rc = REDCOLL_ENOMEM, nsem = 0;
   mock_run *run = calloc(1, sizeof *run);
   if (run == NULL) return REDCOLL_ENOMEM;
   if (cfg != NULL) run->cfg = *cfg;
@@ -669,7 +664,6 @@ REDCOLL_API int redcoll_mock_run(int p, const redcoll_mock_config *cfg, redcoll_
   run->fn = fn;
   run->arg = arg;
   run->rng = run->cfg.seed;
-  run->current = -1;
   run->nbuckets = 64;
   while (run->nbuckets < (size_t)p) run->nbuckets *= 2;
 
@@ -679,14 +673,13 @@ REDCOLL_API int redcoll_mock_run(int p, const redcoll_mock_config *cfg, redcoll_
   run->buckets = calloc(run->nbuckets, sizeof *run->buckets);
   if (run->ranks == NULL || run->threads == NULL || run->runnable == NULL || run->buckets == NULL)
     goto free_arrays;
-  if (pthread_mutex_init(&run->mu, NULL) != 0) goto free_arrays;
-  if (pthread_cond_init(&run->done_cv, NULL) != 0) goto free_mutex;
-  for (; ncv < p; ncv++) {
-    mock_rank *r = &run->ranks[ncv];
+  if (sem_init(&run->done, 0, 0) != 0) goto free_arrays;
+  for (; nsem < p; nsem++) {
+    mock_rank *r = &run->ranks[nsem];
     r->run = run;
-    r->id = ncv;
+    r->id = nsem;
     r->rv.eager = 1;
-    if (pthread_cond_init(&r->cv, NULL) != 0) goto free_cvs;
+    if (sem_init(&r->baton, 0, 0) != 0) goto free_sems;
   }
 
   /* Stack slots: a guard page below each stack (stacks grow down).  Should
@@ -698,18 +691,18 @@ REDCOLL_API int redcoll_mock_run(int p, const redcoll_mock_config *cfg, redcoll_
   if (stack < (size_t)PTHREAD_STACK_MIN) stack = (size_t)PTHREAD_STACK_MIN;
   if (stack > SIZE_MAX / 2) {
     rc = REDCOLL_EINVAL;
-    goto free_cvs;
+    goto free_sems;
   }
   stack = (stack + run->page - 1) / run->page * run->page;
   run->slot = stack + run->page;
   if (run->slot > SIZE_MAX / (size_t)p) {
     rc = REDCOLL_EINVAL;
-    goto free_cvs;
+    goto free_sems;
   }
   run->stacks_len = run->slot * (size_t)p;
   void *map = mmap(NULL, run->stacks_len, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
-  if (map == MAP_FAILED) goto free_cvs;
+  if (map == MAP_FAILED) goto free_sems;
   run->stacks = map;
   for (int i = 0; i < p; i++)
     if (mprotect(run->stacks + (size_t)i * run->slot, run->page, PROT_NONE) != 0) break;
@@ -719,10 +712,8 @@ REDCOLL_API int redcoll_mock_run(int p, const redcoll_mock_config *cfg, redcoll_
     run->runnable[i] = i;
   }
   run->nrunnable = p;
-  pthread_mutex_lock(&run->mu);
   schedule_next(run);
-  while (!run->all_done) pthread_cond_wait(&run->done_cv, &run->mu);
-  pthread_mutex_unlock(&run->mu);
+  baton_wait(&run->done);
   for (int i = 0; i < p; i++)
     if (run->ranks[i].started) pthread_join(run->threads[i], NULL);
 
@@ -734,11 +725,9 @@ REDCOLL_API int redcoll_mock_run(int p, const redcoll_mock_config *cfg, redcoll_
     for (int i = 0; i < p; i++) stats[i] = run->ranks[i].st;
 
   munmap(run->stacks, run->stacks_len);
-free_cvs:
-  for (int i = 0; i < ncv; i++) pthread_cond_destroy(&run->ranks[i].cv);
-  pthread_cond_destroy(&run->done_cv);
-free_mutex:
-  pthread_mutex_destroy(&run->mu);
+free_sems:
+  for (int i = 0; i < nsem; i++) sem_destroy(&run->ranks[i].baton);
+  sem_destroy(&run->done);
 free_arrays:
   if (run->cfg.report != NULL && run->cfg.report_len > 0) {
     size_t n = run->report_len < run->cfg.report_len ? run->report_len : run->cfg.report_len - 1;

@@ -74,16 +74,19 @@ static void set_fatal(redcoll__tcp *t, int status, const char *fmt, ...) {
   redcoll__log(0, "tcp rank %d (%s): %s: %s", t->rank, self, msg, redcoll_strerror(status));
 }
 
-/* Makes peer q unusable: its pending and later operations fail. */
-static void peer_fail(redcoll__tcp *t, int q, int status) {
+/* Makes one direction (or both) of peer q unusable: pending and later
+ * operations that need it fail. */
+enum { DIR_SEND = 1, DIR_RECV = 2, DIR_BOTH = 3 };
+static void peer_fail(redcoll__tcp *t, int q, int status, int dirs) {
   redcoll__tcp_peer *p = &t->peers[q];
-  if (p->err == REDCOLL_OK) p->err = status;
-  if (p->tx != NULL && !p->tx->queued) {
+  if ((dirs & DIR_SEND) && p->err_send == REDCOLL_OK) p->err_send = status;
+  if ((dirs & DIR_RECV) && p->err_recv == REDCOLL_OK) p->err_recv = status;
+  if ((dirs & DIR_SEND) && p->tx != NULL && !p->tx->queued) {
     p->tx->done = 1;
     p->tx->status = status;
     p->tx = NULL;
   }
-  if (p->rx != NULL) {
+  if ((dirs & DIR_RECV) && p->rx != NULL) {
     p->rx->done = 1;
     p->rx->status = status;
     p->rx = NULL;
@@ -203,6 +206,8 @@ static void try_match(redcoll__tcp *t, int q) {
     r->done = 1;
     r->status = REDCOLL_EMISMATCH;
     p->rx = NULL;
+    /* The stream from q is out of step from here on. */
+    set_fatal(t, REDCOLL_EMISMATCH, "receive from rank %d does not match", q);
     return;
   }
   r->matched = 1;
@@ -247,15 +252,16 @@ static void conn_lost(redcoll__tcp_conn *c, int uverr) {
     return;
   }
   if (c->bye && (uverr == UV_EOF || uverr == UV_ECONNRESET)) {
-    /* Closed normally: only what involves that peer fails from now on. */
+    /* Closed normally: only what uses this connection fails from now on.
+     * (The connection of the other direction may still hold messages.) */
     redcoll__log(3, "tcp rank %d: rank %d closed its %s connection", t->rank, q,
                  c->out ? "incoming" : "outgoing");
     conn_close(c);
-    peer_fail(t, q, REDCOLL_ETRANSPORT);
+    peer_fail(t, q, REDCOLL_ETRANSPORT, c->out ? DIR_SEND : DIR_RECV);
     return;
   }
   conn_close(c);
-  peer_fail(t, q, REDCOLL_ETRANSPORT);
+  peer_fail(t, q, REDCOLL_ETRANSPORT, DIR_BOTH);
   set_fatal(t, REDCOLL_ETRANSPORT, "lost the connection %s rank %d (%s): %s", c->out ? "to" : "from",
             q, peer_addr(t, q, a, sizeof a), uv_strerror(uverr));
 }
@@ -270,7 +276,7 @@ static void conn_proto(redcoll__tcp_conn *c, const char *what) {
   }
   int q = c->peer;
   conn_close(c);
-  peer_fail(t, q, REDCOLL_EPROTO);
+  peer_fail(t, q, REDCOLL_EPROTO, DIR_BOTH);
   set_fatal(t, REDCOLL_EPROTO, "protocol error on the connection %s rank %d: %s",
             c->out ? "to" : "from", q, what);
 }
@@ -394,7 +400,7 @@ static void on_retry(uv_timer_t *tm) {
   redcoll__tcp *t = uv_handle_get_loop((uv_handle_t *)tm)->data;
   p->retry_active = 0;
   int q = (int)(p - t->peers);
-  if (p->out == NULL && p->err == REDCOLL_OK && p->tx != NULL) peer_connect(t, q, 0);
+  if (p->out == NULL && p->err_send == REDCOLL_OK && p->tx != NULL) peer_connect(t, q, 0);
 }
 
 static void on_connect(uv_connect_t *req, int status) {
@@ -412,7 +418,7 @@ static void on_connect(uv_connect_t *req, int status) {
     conn_close(c);
     if (for_abort) return;
     if (!retryable) {
-      peer_fail(t, q, REDCOLL_ETRANSPORT);
+      peer_fail(t, q, REDCOLL_ETRANSPORT, DIR_SEND);
       set_fatal(t, REDCOLL_ETRANSPORT, "cannot connect to rank %d at %s: %s", q,
                 peer_addr(t, q, a, sizeof a), uv_strerror(status));
       return;
@@ -508,6 +514,7 @@ static int wait_done(const wait_set *w) {
 static int wait_for(redcoll__tcp *t, wait_set *w, const char *what, int peer) {
   int rc = REDCOLL_OK;
   t->timed_out = 0;
+  uv_update_time(&t->loop); /* the loop's clock is stale between calls */
   uv_timer_start(&t->timer, on_timer, t->timeout_ms, 0);
   while (!wait_done(w)) {
     if (t->fatal != REDCOLL_OK) {
@@ -532,6 +539,9 @@ static int wait_for(redcoll__tcp *t, wait_set *w, const char *what, int peer) {
   if (rc == REDCOLL_OK) {
     if (w->r != NULL && w->r->status != REDCOLL_OK) rc = w->r->status;
     if (w->s != NULL && w->s->status != REDCOLL_OK) rc = w->s->status;
+    /* An abort or a crash that broke everything is the better reason than
+     * the closed connection it caused. */
+    if (rc != REDCOLL_OK && t->fatal != REDCOLL_OK) rc = t->fatal;
   }
   /* Withdraw what is still pending. */
   if (w->r != NULL && !w->r->done) {
@@ -566,10 +576,10 @@ static int call_enter(redcoll__tcp *t) {
 
 static int post_send(redcoll__tcp *t, redcoll__tcp_send *s) {
   redcoll__tcp_peer *p = &t->peers[s->dst];
-  if (p->err != REDCOLL_OK) {
+  if (p->err_send != REDCOLL_OK) {
     s->done = 1;
-    s->status = p->err;
-    return p->err;
+    s->status = p->err_send;
+    return p->err_send;
   }
   p->tx = s;
   if (p->out != NULL && p->out->ready) {
@@ -583,10 +593,10 @@ static int post_send(redcoll__tcp *t, redcoll__tcp_send *s) {
 
 static int post_recv(redcoll__tcp *t, redcoll__tcp_recv *r) {
   redcoll__tcp_peer *p = &t->peers[r->src];
-  if (p->err != REDCOLL_OK) {
+  if (p->err_recv != REDCOLL_OK) {
     r->done = 1;
-    r->status = p->err;
-    return p->err;
+    r->status = p->err_recv;
+    return p->err_recv;
   }
   p->rx = r;
   if (p->in != NULL) {
@@ -647,6 +657,7 @@ static int tcp_sendrecv(void *impl, int dst, uint64_t stag, const void *sbuf, si
 /* Runs the loop while cond holds, for at most ms milliseconds. */
 static void run_bounded(redcoll__tcp *t, int (*busy)(redcoll__tcp *), uint64_t ms) {
   t->timed_out = 0;
+  uv_update_time(&t->loop); /* the loop's clock is stale between calls */
   uv_timer_start(&t->timer, on_timer, ms, 0);
   while (busy(t) && !t->timed_out) {
     if (uv_run(&t->loop, UV_RUN_ONCE) == 0) break;
@@ -678,7 +689,7 @@ static void tcp_abort(void *impl, int status) {
     }
     /* A peer we never talked to may be waiting for our first message: tell
      * it through a connection of its own (one attempt, no retry). */
-    if (!told && p->err == REDCOLL_OK) peer_connect(t, q, 1);
+    if (!told && p->err_send == REDCOLL_OK) peer_connect(t, q, 1);
   }
   uint64_t ms = t->timeout_ms < 1000 ? t->timeout_ms : 1000;
   run_bounded(t, ctl_busy, ms);

@@ -112,7 +112,9 @@ typedef struct redcoll__tcp_peer {
   unsigned backoff_ms;
   redcoll__tcp_send *tx;
   redcoll__tcp_recv *rx;
-  int err; /* this peer is unusable: its status */
+  /* Sending to / receiving from this peer fails with this status: its
+   * connection in that direction closed (normally, or not). */
+  int err_send, err_recv;
 } redcoll__tcp_peer;
 
 struct redcoll__tcp {

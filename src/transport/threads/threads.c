@@ -208,7 +208,7 @@ static int wait_slots(th_world *w, int me, th_slot *a, th_slot *b, const struct 
   th_slot *const sl[2] = {a, b};
   int expired = 0;
   for (;;) {
-    int cancel = REDCOLL_OK, pending = 0;
+    int cancel = REDCOLL_OK, pending = 0, failed = 0;
     for (int i = 0; i < 2; i++) {
       if (sl[i] != NULL && sl[i]->state == SLOT_DONE && sl[i]->status != REDCOLL_OK &&
           cancel == REDCOLL_OK)
@@ -226,6 +226,7 @@ static int wait_slots(th_world *w, int me, th_slot *a, th_slot *b, const struct 
         if (why != REDCOLL_OK) {
           s->state = SLOT_DONE;
           s->status = why;
+          failed = 1;
         } else {
           pending = 1;
         }
@@ -234,6 +235,7 @@ static int wait_slots(th_world *w, int me, th_slot *a, th_slot *b, const struct 
       }
     }
     if (!pending) break;
+    if (failed) continue; /* the other half is cancelled on the next pass */
     if (deadline != NULL && !expired) {
       if (pthread_cond_timedwait(&w->ranks[me].cv, &w->mu, deadline) == ETIMEDOUT) expired = 1;
     } else {

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The redcoll-sim command-line contract: one verified JSON line per p, the
+# exit status, identical traces for one seed, and a dot graph that renders.
+set -u
+sim=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+die() { echo "FAIL: $*"; fail=1; }
+
+"$sim" --coll allreduce --algo linear --p 1-64 --count 37 --op noncomm >"$tmp/out" || die "exit status $?"
+[ "$(wc -l <"$tmp/out")" -eq 64 ] || die "expected 64 lines, got $(wc -l <"$tmp/out")"
+[ "$(grep -c '"ok":true' "$tmp/out")" -eq 64 ] || die "not every line ok"
+for key in coll algo p count bytes ok time max_bytes_sent max_bytes_recv max_bytes_reduced msgs; do
+  grep -q "\"$key\":" "$tmp/out" || die "missing key $key"
+done
+
+"$sim" --coll allreduce --algo linear --p 13 --count 37 --seed 5 --trace "$tmp/t1" >/dev/null || die "trace run 1"
+"$sim" --coll allreduce --algo linear --p 13 --count 37 --seed 5 --trace "$tmp/t2" >/dev/null || die "trace run 2"
+[ -s "$tmp/t1" ] || die "empty trace"
+cmp -s "$tmp/t1" "$tmp/t2" || die "traces of one seed differ"
+[ "$(wc -l <"$tmp/t1")" -eq 24 ] || die "linear allreduce on 13 ranks sends 24 messages, trace has $(wc -l <"$tmp/t1") lines"
+
+"$sim" --coll allreduce --algo nonexistent --p 4 --count 1 >/dev/null 2>&1
+[ $? -eq 2 ] || die "unknown algorithm must exit 2"
+"$sim" --coll reduce --algo binary_tree --p 5 --count 3 --root 9 >/dev/null 2>&1
+[ $? -ne 0 ] || die "root out of range must fail"
+
+"$sim" --coll reduce --algo binary_tree --p 7 --count 10 --dot "$tmp/g.dot" >/dev/null || die "dot run"
+grep -q digraph "$tmp/g.dot" || die "no digraph in dot output"
+if command -v dot >/dev/null 2>&1; then
+  dot -Tsvg "$tmp/g.dot" >"$tmp/g.svg" || die "dot -Tsvg failed"
+  grep -q "<svg" "$tmp/g.svg" || die "no svg produced"
+else
+  echo "graphviz not installed: the dot graph was checked for 'digraph' only"
+fi
+[ $fail -eq 0 ] && echo "sim_cli: all checks passed"
+exit $fail

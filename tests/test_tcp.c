@@ -1,0 +1,644 @@
+/*
+ * The TCP transport: frame header and address parsing, configuration from
+ * the environment, point-to-point over real sockets on 127.0.0.1 (and ::1
+ * when the host has IPv6), the collectives with every algorithm for p = 1..8,
+ * timeouts, aborts, a rank killed in the middle of an allreduce, and the
+ * set-up of 32 processes.
+ */
+#include <pthread.h>
+#include <sys/mman.h>
+
+#include "test.h"
+#include "tcp_runner.h"
+
+#include "internal.h"
+#include "transport/tcp/tcp_int.h"
+
+static double now_s(void) { return tcp_run__now(); }
+
+static void sleep_ms(int ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+/* Memory shared between the forked ranks and the parent. */
+typedef struct shared {
+  double t[64];
+  int st[64];
+  double kill_time;
+} shared;
+
+static shared *shared_new(void) {
+  shared *s = mmap(NULL, sizeof *s, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (s == MAP_FAILED) {
+    perror("mmap");
+    exit(2);
+  }
+  memset(s, 0, sizeof *s);
+  return s;
+}
+
+static int t_send(redcoll_comm *c, int dst, uint64_t tag, const void *b, size_t n) {
+  return c->ops->send(c->impl, dst, tag, b, n);
+}
+static int t_recv(redcoll_comm *c, int src, uint64_t tag, void *b, size_t n) {
+  return c->ops->recv(c->impl, src, tag, b, n);
+}
+static int t_sendrecv(redcoll_comm *c, int dst, uint64_t stag, const void *sb, size_t sn, int src,
+                      uint64_t rtag, void *rb, size_t rn) {
+  return c->ops->sendrecv(c->impl, dst, stag, sb, sn, src, rtag, rb, rn);
+}
+
+static unsigned char pat(int from, size_t i, uint64_t salt) {
+  return (unsigned char)(i * 131u + (size_t)from * 7u + salt * 13u + (i >> 12));
+}
+
+/* ---- units ------------------------------------------------------------------ */
+
+static void test_frames(void) {
+  unsigned char h[REDCOLL__TCP_HDR];
+  redcoll__tcp_frame f;
+  redcoll__tcp_encode(h, REDCOLL__FR_DATA, 0x0123456789abcdefULL, (uint64_t)5 << 32);
+  CHECK_INT(h[0], 'R');
+  CHECK_INT(h[3], 'L');
+  CHECK_INT(h[8], 0xef);
+  CHECK_INT(h[20], 5);
+  CHECK_INT(redcoll__tcp_decode(h, &f), REDCOLL_OK);
+  CHECK_INT(f.type, REDCOLL__FR_DATA);
+  CHECK(f.tag == 0x0123456789abcdefULL);
+  CHECK(f.len == (uint64_t)5 << 32);
+  static const int bad_at[] = {0, 3, 4, 5, 6, 7};
+  for (size_t i = 0; i < sizeof bad_at / sizeof bad_at[0]; i++) {
+    unsigned char b[REDCOLL__TCP_HDR];
+    memcpy(b, h, sizeof b);
+    b[bad_at[i]] ^= 0x40;
+    CHECK_INT(redcoll__tcp_decode(b, &f), REDCOLL_EPROTO);
+  }
+  h[5] = 0;
+  CHECK_INT(redcoll__tcp_decode(h, &f), REDCOLL_EPROTO);
+  h[5] = 7;
+  CHECK_INT(redcoll__tcp_decode(h, &f), REDCOLL_EPROTO);
+}
+
+static int parse(const char *s, int defport, char *out, size_t n) {
+  redcoll__tcp_addr a;
+  int has;
+  int rc = redcoll__tcp_parse_addr(s, strlen(s), defport, &a, &has);
+  if (rc == REDCOLL_OK) redcoll__tcp_addr_str(&a, out, n);
+  return rc;
+}
+
+static void test_addresses(void) {
+  char b[64];
+  CHECK_INT(parse("127.0.0.1:5000", -1, b, sizeof b), REDCOLL_OK);
+  CHECK(strcmp(b, "127.0.0.1:5000") == 0);
+  CHECK_INT(parse("[::1]:80", -1, b, sizeof b), REDCOLL_OK);
+  CHECK(strcmp(b, "[::1]:80") == 0);
+  CHECK_INT(parse("::1", 7, b, sizeof b), REDCOLL_OK);
+  CHECK(strcmp(b, "[::1]:7") == 0);
+  CHECK_INT(parse("10.1.2.3", 9, b, sizeof b), REDCOLL_OK);
+  CHECK(strcmp(b, "10.1.2.3:9") == 0);
+  CHECK_INT(parse("localhost:12", -1, b, sizeof b), REDCOLL_OK);
+  CHECK_INT(parse("10.1.2.3", -1, b, sizeof b), REDCOLL_EINVAL);
+  CHECK_INT(parse("10.1.2.3:", -1, b, sizeof b), REDCOLL_EINVAL);
+  CHECK_INT(parse("10.1.2.3:65536", -1, b, sizeof b), REDCOLL_EINVAL);
+  CHECK_INT(parse("10.1.2.3:12a", -1, b, sizeof b), REDCOLL_EINVAL);
+  CHECK_INT(parse("[::1", -1, b, sizeof b), REDCOLL_EINVAL);
+  CHECK_INT(parse("[::1]x80", -1, b, sizeof b), REDCOLL_EINVAL);
+  CHECK_INT(parse("", 1, b, sizeof b), REDCOLL_EINVAL);
+
+  redcoll__tcp_addr a, d;
+  int has;
+  CHECK_INT(redcoll__tcp_parse_addr(":77", 3, -1, &a, &has), REDCOLL_OK);
+  CHECK_INT(has, 0);
+  CHECK_INT(redcoll__tcp_addr_port(&a), 77);
+  CHECK_INT(redcoll__tcp_parse_addr("127.9.0.1:1", 11, -1, &a, NULL), REDCOLL_OK);
+  CHECK(redcoll__tcp_addr_loopback(&a));
+  CHECK_INT(redcoll__tcp_parse_addr("[::1]:1", 7, -1, &a, NULL), REDCOLL_OK);
+  CHECK(redcoll__tcp_addr_loopback(&a));
+  CHECK_INT(redcoll__tcp_parse_addr("[2001:db8::5]:65535", 19, -1, &a, NULL), REDCOLL_OK);
+  CHECK(!redcoll__tcp_addr_loopback(&a));
+  unsigned char w[REDCOLL__TCP_ADDR_WIRE];
+  redcoll__tcp_addr_encode(w, &a);
+  CHECK_INT(redcoll__tcp_addr_decode(w, &d), REDCOLL_OK);
+  CHECK(redcoll__tcp_addr_equal(&a, &d));
+  w[0] = 5;
+  CHECK_INT(redcoll__tcp_addr_decode(w, &d), REDCOLL_EPROTO);
+  CHECK_INT(redcoll__tcp_parse_addr("10.0.0.1:3", 10, -1, &a, NULL), REDCOLL_OK);
+  redcoll__tcp_addr_encode(w, &a);
+  CHECK_INT(redcoll__tcp_addr_decode(w, &d), REDCOLL_OK);
+  CHECK(redcoll__tcp_addr_equal(&a, &d));
+  w[10] = 1; /* garbage after an IPv4 address */
+  CHECK_INT(redcoll__tcp_addr_decode(w, &d), REDCOLL_EPROTO);
+
+  /* Interfaces: lo is selected by name, excluded with ^lo. */
+  char why[160];
+  CHECK_INT(redcoll__tcp_pick_interface("lo", AF_INET, &a, why, sizeof why), REDCOLL_OK);
+  CHECK(redcoll__tcp_addr_loopback(&a));
+  if (redcoll__tcp_pick_interface("^lo", AF_INET, &a, why, sizeof why) == REDCOLL_OK)
+    CHECK(!redcoll__tcp_addr_loopback(&a));
+  CHECK_INT(redcoll__tcp_pick_interface("no-such-if0", AF_INET, &a, why, sizeof why),
+            REDCOLL_EINVAL);
+  CHECK(strstr(why, "no-such-if0") != NULL);
+}
+
+static void clear_env(void) {
+  static const char *const vars[] = {
+      "REDCOLL_RANK", "REDCOLL_SIZE", "SLURM_PROCID", "SLURM_NTASKS", "OMPI_COMM_WORLD_RANK",
+      "OMPI_COMM_WORLD_SIZE", "PMI_RANK", "PMI_SIZE", "REDCOLL_HOSTS", "REDCOLL_MASTER",
+      "REDCOLL_TIMEOUT_MS", "REDCOLL_IFNAME", "REDCOLL_LISTEN", "REDCOLL_SECRET"};
+  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) unsetenv(vars[i]);
+}
+
+static void test_env(void) {
+  redcoll_tcp_config cfg;
+  clear_env();
+  CHECK_INT(redcoll_tcp_config_from_env(&cfg), REDCOLL_EINVAL);
+  setenv("SLURM_PROCID", "3", 1);
+  setenv("SLURM_NTASKS", "8", 1);
+  setenv("REDCOLL_MASTER", "node0:2900", 1);
+  setenv("REDCOLL_TIMEOUT_MS", "1234", 1);
+  setenv("REDCOLL_IFNAME", "^docker0", 1);
+  CHECK_INT(redcoll_tcp_config_from_env(&cfg), REDCOLL_OK);
+  CHECK_INT(cfg.rank, 3);
+  CHECK_INT(cfg.size, 8);
+  CHECK(cfg.master != NULL && strcmp(cfg.master, "node0:2900") == 0);
+  CHECK(cfg.hosts == NULL);
+  CHECK_INT(cfg.timeout_ms, 1234);
+  CHECK(cfg.ifname != NULL && strcmp(cfg.ifname, "^docker0") == 0);
+  /* REDCOLL_RANK/SIZE win over the launcher's. */
+  setenv("REDCOLL_RANK", "1", 1);
+  setenv("REDCOLL_SIZE", "2", 1);
+  CHECK_INT(redcoll_tcp_config_from_env(&cfg), REDCOLL_OK);
+  CHECK_INT(cfg.rank, 1);
+  CHECK_INT(cfg.size, 2);
+  setenv("REDCOLL_RANK", "2", 1);
+  CHECK_INT(redcoll_tcp_config_from_env(&cfg), REDCOLL_EINVAL); /* rank >= size */
+  unsetenv("REDCOLL_SIZE");
+  CHECK_INT(redcoll_tcp_config_from_env(&cfg), REDCOLL_EINVAL); /* half a pair */
+  clear_env();
+  setenv("OMPI_COMM_WORLD_RANK", "0", 1);
+  setenv("OMPI_COMM_WORLD_SIZE", "4", 1);
+  CHECK_INT(redcoll_tcp_config_from_env(&cfg), REDCOLL_OK);
+  CHECK_INT(cfg.size, 4);
+  clear_env();
+  setenv("PMI_RANK", "5", 1);
+  setenv("PMI_SIZE", "6", 1);
+  setenv("REDCOLL_TIMEOUT_MS", "soon", 1);
+  CHECK_INT(redcoll_tcp_config_from_env(&cfg), REDCOLL_EINVAL);
+  unsetenv("REDCOLL_TIMEOUT_MS");
+  CHECK_INT(redcoll_tcp_config_from_env(&cfg), REDCOLL_OK);
+  CHECK_INT(cfg.rank, 5);
+  clear_env();
+
+  /* Bad configurations fail before anything is sent. */
+  redcoll_comm *c = (redcoll_comm *)1;
+  redcoll_tcp_config_init(&cfg);
+  CHECK_INT(redcoll_tcp_comm_create(&cfg, &c), REDCOLL_EINVAL);
+  CHECK(c == NULL);
+  cfg.rank = 0;
+  cfg.size = 2;
+  CHECK_INT(redcoll_tcp_comm_create(&cfg, &c), REDCOLL_EINVAL); /* no hosts, no master */
+  cfg.hosts = "127.0.0.1:1";
+  CHECK_INT(redcoll_tcp_comm_create(&cfg, &c), REDCOLL_EINVAL); /* one entry for two */
+  cfg.hosts = "127.0.0.1:1,10.9.8.7:1";
+  CHECK_INT(redcoll_tcp_comm_create(&cfg, &c), REDCOLL_EINVAL); /* loopback and remote */
+  cfg.hosts = "127.0.0.1:1 127.0.0.1:x";
+  CHECK_INT(redcoll_tcp_comm_create(&cfg, &c), REDCOLL_EINVAL);
+  cfg.hosts = NULL;
+  cfg.master = "127.0.0.1:1";
+  cfg.secret = "s3cret";
+  CHECK_INT(redcoll_tcp_comm_create(&cfg, &c), REDCOLL_ENOTSUP);
+  /* One rank needs nobody. */
+  redcoll_tcp_config_init(&cfg);
+  cfg.rank = 0;
+  cfg.size = 1;
+  CHECK_INT(redcoll_tcp_comm_create(&cfg, &c), REDCOLL_OK);
+  CHECK(redcoll_tcp_comm_set_timeout(c, 5) == REDCOLL_OK);
+  int64_t v = 7, r = 0;
+  CHECK_INT(redcoll_allreduce(c, &v, &r, 1, REDCOLL_INT64, REDCOLL_SUM), REDCOLL_OK);
+  CHECK_INT(r, 7);
+  redcoll_comm_destroy(c);
+}
+
+/* ---- point-to-point ------------------------------------------------------------- */
+
+static const size_t p2p_sizes[] = {0, 1, 8, 23, 4096, 65537, (size_t)3 << 20};
+
+static int rank_p2p(redcoll_comm *c, void *arg) {
+  (void)arg;
+  int me = redcoll_comm_rank(c), other = 1 - me;
+  size_t max = (size_t)8 << 20;
+  unsigned char *sb = malloc(max), *rb = malloc(max + 16);
+  int rc = REDCOLL_OK;
+  if (sb == NULL || rb == NULL) return REDCOLL_ENOMEM;
+  /* One direction, every size, tags that change. */
+  for (size_t k = 0; k < sizeof p2p_sizes / sizeof p2p_sizes[0]; k++) {
+    size_t n = p2p_sizes[k];
+    if (me == 0) {
+      for (size_t i = 0; i < n; i++) sb[i] = pat(0, i, k);
+      rc = t_send(c, 1, 100 + k, sb, n);
+      CHECK_INT(rc, REDCOLL_OK);
+    } else {
+      memset(rb, 0xee, n + 16);
+      rc = t_recv(c, 0, 100 + k, rb, n);
+      CHECK_INT(rc, REDCOLL_OK);
+      size_t bad = 0;
+      for (size_t i = 0; i < n; i++) bad += rb[i] != pat(0, i, k);
+      CHECK_INT(bad, 0);
+      for (size_t i = n; i < n + 16; i++) bad += rb[i] != 0xee;
+      CHECK_INT(bad, 0);
+    }
+    if (rc != REDCOLL_OK) goto out;
+  }
+  /* Full duplex: both ranks exchange 8 MiB at once (more than the socket
+   * buffers hold, so the sends finish only if both directions flow). */
+  for (size_t i = 0; i < max; i++) sb[i] = pat(me, i, 9);
+  rc = t_sendrecv(c, other, 7, sb, max, other, 7, rb, max);
+  CHECK_INT(rc, REDCOLL_OK);
+  if (rc != REDCOLL_OK) goto out;
+  size_t bad = 0;
+  for (size_t i = 0; i < max; i++) bad += rb[i] != pat(other, i, 9);
+  CHECK_INT(bad, 0);
+  /* Messages that arrive long before their receives stay in order. */
+  if (me == 0) {
+    for (int m = 0; m < 5; m++) {
+      uint64_t v = 1000 + (uint64_t)m;
+      rc = t_send(c, 1, 200 + (uint64_t)m, &v, sizeof v);
+      CHECK_INT(rc, REDCOLL_OK);
+    }
+  } else {
+    sleep_ms(100);
+    for (int m = 0; m < 5; m++) {
+      uint64_t v = 0;
+      rc = t_recv(c, 0, 200 + (uint64_t)m, &v, sizeof v);
+      CHECK_INT(rc, REDCOLL_OK);
+      CHECK_INT(v, 1000 + m);
+    }
+  }
+  /* Zero-length sendrecv. */
+  rc = t_sendrecv(c, other, 3, NULL, 0, other, 3, NULL, 0);
+  CHECK_INT(rc, REDCOLL_OK);
+out:
+  free(sb);
+  free(rb);
+  return rc;
+}
+
+/* A receive with the wrong tag or length fails with EMISMATCH and leaves the
+ * buffer alone. */
+static int rank_mismatch(redcoll_comm *c, void *arg) {
+  int wrong_len = *(int *)arg;
+  int me = redcoll_comm_rank(c);
+  uint64_t v[4] = {1, 2, 3, 4};
+  if (me == 0) {
+    int rc = t_send(c, 1, 42, v, sizeof v);
+    /* The receiver never reads the payload: the send may complete (into the
+     * socket buffer) or be aborted; either way it must return. */
+    CHECK(rc == REDCOLL_OK || rc == REDCOLL_EABORTED || rc == REDCOLL_ETRANSPORT);
+    return REDCOLL_OK;
+  }
+  uint64_t r[8];
+  memset(r, 0x5a, sizeof r);
+  int rc = wrong_len ? t_recv(c, 0, 42, r, sizeof v - 8) : t_recv(c, 0, 43, r, sizeof v);
+  CHECK_INT(rc, REDCOLL_EMISMATCH);
+  size_t bad = 0;
+  for (size_t i = 0; i < sizeof r; i++) bad += ((unsigned char *)r)[i] != 0x5a;
+  CHECK_INT(bad, 0);
+  /* Broken from now on. */
+  CHECK_INT(t_recv(c, 0, 42, r, sizeof v), REDCOLL_EMISMATCH);
+  return REDCOLL_OK;
+}
+
+/* Ring shift with dst != src on three ranks. */
+static int rank_ring(redcoll_comm *c, void *arg) {
+  (void)arg;
+  int me = redcoll_comm_rank(c), p = redcoll_comm_size(c);
+  size_t n = (size_t)1 << 20;
+  unsigned char *sb = malloc(n), *rb = malloc(n);
+  if (sb == NULL || rb == NULL) return REDCOLL_ENOMEM;
+  for (int round = 0; round < 3; round++) {
+    for (size_t i = 0; i < n; i++) sb[i] = pat(me, i, (uint64_t)round);
+    int rc = t_sendrecv(c, (me + 1) % p, 9, sb, n, (me + p - 1) % p, 9, rb, n);
+    CHECK_INT(rc, REDCOLL_OK);
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) bad += rb[i] != pat((me + p - 1) % p, i, (uint64_t)round);
+    CHECK_INT(bad, 0);
+  }
+  free(sb);
+  free(rb);
+  return REDCOLL_OK;
+}
+
+/* ---- collectives ---------------------------------------------------------------- */
+
+#define MOD 1000003u
+/* 2x2 matrices modulo a prime, row-major in 4 uint32: associative, not
+ * commutative. */
+static void matmul(void *out, const void *left, const void *right, size_t count, void *ctx) {
+  (void)ctx;
+  for (size_t e = 0; e < count; e++) {
+    const uint32_t *a = (const uint32_t *)left + 4 * e, *b = (const uint32_t *)right + 4 * e;
+    uint64_t r0 = ((uint64_t)a[0] * b[0] + (uint64_t)a[1] * b[2]) % MOD;
+    uint64_t r1 = ((uint64_t)a[0] * b[1] + (uint64_t)a[1] * b[3]) % MOD;
+    uint64_t r2 = ((uint64_t)a[2] * b[0] + (uint64_t)a[3] * b[2]) % MOD;
+    uint64_t r3 = ((uint64_t)a[2] * b[1] + (uint64_t)a[3] * b[3]) % MOD;
+    uint32_t *o = (uint32_t *)out + 4 * e;
+    o[0] = (uint32_t)r0;
+    o[1] = (uint32_t)r1;
+    o[2] = (uint32_t)r2;
+    o[3] = (uint32_t)r3;
+  }
+}
+
+static void mat_init(uint32_t *m, int rank, size_t e) {
+  m[0] = (uint32_t)(rank + 2);
+  m[1] = (uint32_t)(e % 97 + 1);
+  m[2] = (uint32_t)(rank * 3 + 1);
+  m[3] = (uint32_t)(e % 13 + rank + 1);
+}
+
+static int64_t val(int rank, size_t i) { return (int64_t)rank * 1000003 + (int64_t)i * 7 - 50; }
+
+static int rank_colls(redcoll_comm *c, void *arg) {
+  (void)arg;
+  int me = redcoll_comm_rank(c), p = redcoll_comm_size(c);
+  size_t counts[] = {0, 1, (size_t)p + 1, 1000, 70001};
+  size_t maxn = 70001 * (size_t)p;
+  int64_t *in = malloc(maxn * sizeof *in), *out = malloc(maxn * sizeof *out);
+  int64_t *want = malloc(maxn * sizeof *want);
+  uint32_t *min = malloc(4 * 1000 * sizeof *min), *mout = malloc(4 * 1000 * sizeof *mout);
+  uint32_t *mwant = malloc(4 * 1000 * sizeof *mwant), *mtmp = malloc(4 * 1000 * sizeof *mtmp);
+  redcoll_op *nc = NULL;
+  int rc = redcoll_op_create(matmul, 16, 0, NULL, &nc);
+  if (rc != REDCOLL_OK || !in || !out || !want || !min || !mout || !mwant || !mtmp) {
+    rc = REDCOLL_ENOMEM;
+    goto out;
+  }
+  /* Allreduce with every algorithm. */
+  for (int a = 0; a < REDCOLL_ALGO_COUNT; a++) {
+    if (!redcoll_algo_supported(REDCOLL_COLL_ALLREDUCE, (redcoll_algo)a)) continue;
+    CHECK_INT(redcoll_comm_set_algorithm(c, REDCOLL_COLL_ALLREDUCE, (redcoll_algo)a), REDCOLL_OK);
+    for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++) {
+      size_t n = counts[k];
+      for (size_t i = 0; i < n; i++) {
+        in[i] = val(me, i);
+        want[i] = 0;
+        for (int q = 0; q < p; q++) want[i] += val(q, i);
+      }
+      memset(out, 0, n * sizeof *out);
+      rc = redcoll_allreduce(c, in, out, n, REDCOLL_INT64, REDCOLL_SUM);
+      CHECK_MSG(rc == REDCOLL_OK, "p %d algo %s count %zu: %s", p, redcoll_algo_name(a), n,
+                redcoll_status_name(rc));
+      if (rc != REDCOLL_OK) goto out;
+      CHECK_MSG(memcmp(out, want, n * sizeof *out) == 0, "p %d algo %s count %zu", p,
+                redcoll_algo_name(a), n);
+    }
+    if (!redcoll_algo_accepts_noncommutative(REDCOLL_COLL_ALLREDUCE, (redcoll_algo)a)) continue;
+    size_t n = 1000;
+    for (size_t e = 0; e < n; e++) {
+      mat_init(min + 4 * e, me, e);
+      mat_init(mwant + 4 * e, 0, e);
+      for (int q = 1; q < p; q++) {
+        mat_init(mtmp + 4 * e, q, e);
+        matmul(mwant + 4 * e, mwant + 4 * e, mtmp + 4 * e, 1, NULL);
+      }
+    }
+    rc = redcoll_allreduce(c, min, mout, n, REDCOLL_CUSTOM, nc);
+    CHECK_MSG(rc == REDCOLL_OK, "p %d algo %s noncomm: %s", p, redcoll_algo_name(a),
+              redcoll_status_name(rc));
+    if (rc != REDCOLL_OK) goto out;
+    CHECK_MSG(memcmp(mout, mwant, n * 16) == 0, "p %d algo %s noncomm", p, redcoll_algo_name(a));
+  }
+  redcoll_comm_set_algorithm(c, REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_AUTO);
+  /* The other collectives with the automatic choice. */
+  size_t n = 1001;
+  int root = p - 1;
+  for (size_t i = 0; i < n; i++) in[i] = val(me, i);
+  rc = redcoll_reduce(c, in, out, n, REDCOLL_INT64, REDCOLL_SUM, root);
+  CHECK_INT(rc, REDCOLL_OK);
+  if (rc != REDCOLL_OK) goto out;
+  if (me == root) {
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) {
+      int64_t w = 0;
+      for (int q = 0; q < p; q++) w += val(q, i);
+      bad += out[i] != w;
+    }
+    CHECK_INT(bad, 0);
+  }
+  for (size_t i = 0; i < n; i++) out[i] = me == p / 2 ? val(99, i) : 0;
+  rc = redcoll_bcast(c, out, n, REDCOLL_INT64, p / 2);
+  CHECK_INT(rc, REDCOLL_OK);
+  if (rc != REDCOLL_OK) goto out;
+  size_t bad = 0;
+  for (size_t i = 0; i < n; i++) bad += out[i] != val(99, i);
+  CHECK_INT(bad, 0);
+  for (size_t i = 0; i < n * (size_t)p; i++) in[i] = val(me, i);
+  rc = redcoll_reduce_scatter_block(c, in, out, n, REDCOLL_INT64, REDCOLL_SUM);
+  CHECK_INT(rc, REDCOLL_OK);
+  if (rc != REDCOLL_OK) goto out;
+  bad = 0;
+  for (size_t i = 0; i < n; i++) {
+    int64_t w = 0;
+    for (int q = 0; q < p; q++) w += val(q, (size_t)me * n + i);
+    bad += out[i] != w;
+  }
+  CHECK_INT(bad, 0);
+  for (size_t i = 0; i < n; i++) in[i] = val(me, i);
+  rc = redcoll_allgather(c, in, out, n, REDCOLL_INT64);
+  CHECK_INT(rc, REDCOLL_OK);
+  if (rc != REDCOLL_OK) goto out;
+  bad = 0;
+  for (int q = 0; q < p; q++)
+    for (size_t i = 0; i < n; i++) bad += out[(size_t)q * n + i] != val(q, i);
+  CHECK_INT(bad, 0);
+  rc = redcoll_barrier(c);
+  CHECK_INT(rc, REDCOLL_OK);
+out:
+  redcoll_op_destroy(nc);
+  free(in);
+  free(out);
+  free(want);
+  free(min);
+  free(mout);
+  free(mwant);
+  free(mtmp);
+  return rc;
+}
+
+/* ---- failures ----------------------------------------------------------------- */
+
+/* Rank 1 does not answer for 1.5 s: rank 0's receive times out after its
+ * 300 ms (set on the communicator). */
+static int rank_timeout(redcoll_comm *c, void *arg) {
+  shared *sh = arg;
+  int me = redcoll_comm_rank(c);
+  if (me == 1) {
+    sleep_ms(1500);
+    return REDCOLL_OK;
+  }
+  CHECK_INT(redcoll_tcp_comm_set_timeout(c, 300), REDCOLL_OK);
+  double t0 = now_s();
+  uint64_t v;
+  int rc = t_recv(c, 1, 1, &v, sizeof v);
+  sh->t[0] = now_s() - t0;
+  CHECK_INT(rc, REDCOLL_ETIMEDOUT);
+  /* Broken from now on, at once. */
+  CHECK_INT(t_send(c, 1, 1, &v, sizeof v), REDCOLL_ETIMEDOUT);
+  return REDCOLL_OK;
+}
+
+/* Rank 1 aborts before it ever talked to anyone: ranks 0 and 2, waiting for
+ * messages that will not come, return EABORTED. */
+static int rank_abort(redcoll_comm *c, void *arg) {
+  shared *sh = arg;
+  int me = redcoll_comm_rank(c);
+  if (me == 1) {
+    sleep_ms(200);
+    c->ops->abort(c->impl, REDCOLL_EINVAL);
+    return REDCOLL_OK;
+  }
+  double t0 = now_s();
+  uint64_t v;
+  int rc = me == 0 ? t_recv(c, 1, 1, &v, sizeof v) : t_recv(c, 0, 1, &v, sizeof v);
+  sh->t[me] = now_s() - t0;
+  sh->st[me] = rc;
+  CHECK_INT(rc, REDCOLL_EABORTED);
+  return REDCOLL_OK;
+}
+
+static void *killer(void *arg) {
+  shared *sh = arg;
+  sleep_ms(300);
+  sh->kill_time = now_s();
+  kill(getpid(), SIGKILL);
+  return NULL;
+}
+
+/* Rank 2 is killed in the middle of a stream of allreduces; the others must
+ * fail within seconds (their timeout is a minute). */
+static int rank_kill(redcoll_comm *c, void *arg) {
+  shared *sh = arg;
+  int me = redcoll_comm_rank(c);
+  size_t n = (size_t)1 << 18;
+  int64_t *in = calloc(n, sizeof *in), *out = calloc(n, sizeof *out);
+  if (in == NULL || out == NULL) return REDCOLL_ENOMEM;
+  if (me == 2) {
+    pthread_t th;
+    pthread_create(&th, NULL, killer, sh);
+  }
+  int rc = REDCOLL_OK;
+  for (int it = 0; it < 1000000 && rc == REDCOLL_OK; it++)
+    rc = redcoll_allreduce(c, in, out, n, REDCOLL_INT64, REDCOLL_SUM);
+  sh->t[me] = now_s();
+  sh->st[me] = rc;
+  free(in);
+  free(out);
+  return rc;
+}
+
+/* Every rank exchanges 8 bytes with every other rank: all p(p-1)
+ * connections are opened. */
+static int rank_mesh(redcoll_comm *c, void *arg) {
+  shared *sh = arg;
+  int me = redcoll_comm_rank(c), p = redcoll_comm_size(c);
+  double t0 = now_s();
+  for (int k = 1; k < p; k++) {
+    uint64_t s = (uint64_t)me * 1000 + (uint64_t)k, r = 0;
+    int src = (me + p - k) % p;
+    int rc = t_sendrecv(c, (me + k) % p, 5, &s, 8, src, 5, &r, 8);
+    CHECK_INT(rc, REDCOLL_OK);
+    if (rc != REDCOLL_OK) return rc;
+    CHECK_INT(r, (uint64_t)src * 1000 + (uint64_t)k);
+  }
+  int rc = redcoll_barrier(c);
+  sh->t[me] = now_s() - t0;
+  return rc;
+}
+
+static int ipv6_available(void) {
+  int fd = -1;
+  int port = tcp_run__port(1, &fd);
+  if (port < 0) return 0;
+  close(fd);
+  return 1;
+}
+
+static int want(int argc, char **argv, const char *part) {
+  return argc < 2 || strcmp(argv[1], part) == 0;
+}
+
+int main(int argc, char **argv) {
+  if (want(argc, argv, "units")) {
+    test_frames();
+    test_addresses();
+    test_env();
+  }
+  tcp_run_opts o;
+  if (want(argc, argv, "p2p")) {
+    memset(&o, 0, sizeof o);
+    CHECK_INT(tcp_run(2, rank_p2p, NULL), REDCOLL_OK);
+    o.hosts = 1;
+    CHECK_INT(tcp_run_opts_run(3, rank_ring, NULL, &o), REDCOLL_OK);
+    if (ipv6_available()) {
+      memset(&o, 0, sizeof o);
+      o.ipv6 = 1;
+      CHECK_INT(tcp_run_opts_run(2, rank_p2p, NULL, &o), REDCOLL_OK);
+      o.hosts = 1;
+      CHECK_INT(tcp_run_opts_run(3, rank_ring, NULL, &o), REDCOLL_OK);
+    } else {
+      printf("note: no IPv6 loopback here; the ::1 runs did not happen\n");
+    }
+    for (int wrong_len = 0; wrong_len < 2; wrong_len++)
+      CHECK_INT(tcp_run(2, rank_mismatch, &wrong_len), REDCOLL_OK);
+  }
+  if (want(argc, argv, "colls")) {
+    for (int p = 1; p <= 8; p++) {
+      int rc = tcp_run(p, rank_colls, NULL);
+      CHECK_MSG(rc == REDCOLL_OK, "collectives on %d TCP ranks: %s", p, redcoll_status_name(rc));
+    }
+  }
+  shared *sh = shared_new();
+  if (want(argc, argv, "timeout")) {
+    CHECK_INT(tcp_run(2, rank_timeout, sh), REDCOLL_OK);
+    CHECK_MSG(sh->t[0] >= 0.29 && sh->t[0] < 1.4, "timed out after %.3f s", sh->t[0]);
+  }
+  if (want(argc, argv, "abort")) {
+    memset(sh, 0, sizeof *sh);
+    CHECK_INT(tcp_run(3, rank_abort, sh), REDCOLL_OK);
+    CHECK(sh->t[0] < 2.0 && sh->t[2] < 2.0);
+  }
+  if (want(argc, argv, "kill")) {
+    memset(sh, 0, sizeof *sh);
+    memset(&o, 0, sizeof o);
+    o.deadline_s = 30;
+    int rc = tcp_run_opts_run(4, rank_kill, sh, &o);
+    CHECK(rc != REDCOLL_OK);
+    CHECK(sh->kill_time > 0);
+    CHECK_INT(o.statuses[2], REDCOLL_ETRANSPORT); /* died of a signal */
+    int direct = 0;
+    for (int r = 0; r < 4; r++) {
+      if (r == 2) continue;
+      CHECK_MSG(o.statuses[r] == REDCOLL_ETRANSPORT || o.statuses[r] == REDCOLL_EABORTED,
+                "rank %d: %s", r, redcoll_status_name(o.statuses[r]));
+      CHECK_INT(sh->st[r], o.statuses[r]);
+      CHECK_MSG(sh->t[r] - sh->kill_time < 5.0, "rank %d took %.2f s", r,
+                sh->t[r] - sh->kill_time);
+      direct += o.statuses[r] == REDCOLL_ETRANSPORT;
+    }
+    CHECK(direct >= 1);
+  }
+  if (want(argc, argv, "mesh")) {
+    memset(sh, 0, sizeof *sh);
+    double t0 = now_s();
+    CHECK_INT(tcp_run(32, rank_mesh, sh), REDCOLL_OK);
+    double all = now_s() - t0, worst = 0;
+    for (int r = 0; r < 32; r++) worst = sh->t[r] > worst ? sh->t[r] : worst;
+    printf("32 ranks: full mesh of connections + barrier %.3f s (slowest rank), whole run %.3f s\n",
+           worst, all);
+    CHECK(worst < 2.0);
+  }
+  munmap(sh, sizeof *sh);
+  return TEST_DONE();
+}
