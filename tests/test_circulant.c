@@ -387,17 +387,14 @@ static void rooted(redcoll_coll coll, redcoll_algo algo, int p, int root, size_t
 }
 
 static void test_rooted(void) {
-  /* The linear baselines (src/core/rooted_linear.c), once registered. */
-  if (redcoll_algo_supported(REDCOLL_COLL_GATHER, REDCOLL_ALGO_LINEAR) &&
-      redcoll_algo_supported(REDCOLL_COLL_SCATTER, REDCOLL_ALGO_LINEAR)) {
-    for (int p = 2; p <= 9; p++) {
-      for (int root = 0; root < p; root++) {
-        rooted(REDCOLL_COLL_GATHER, REDCOLL_ALGO_LINEAR, p, root, 3, root & 1);
-        rooted(REDCOLL_COLL_SCATTER, REDCOLL_ALGO_LINEAR, p, root, 3, root & 1);
-      }
+  /* The linear baselines (src/core/rooted_linear.c). */
+  CHECK(redcoll_algo_supported(REDCOLL_COLL_GATHER, REDCOLL_ALGO_LINEAR));
+  CHECK(redcoll_algo_supported(REDCOLL_COLL_SCATTER, REDCOLL_ALGO_LINEAR));
+  for (int p = 2; p <= 9; p++) {
+    for (int root = 0; root < p; root++) {
+      rooted(REDCOLL_COLL_GATHER, REDCOLL_ALGO_LINEAR, p, root, 3, root & 1);
+      rooted(REDCOLL_COLL_SCATTER, REDCOLL_ALGO_LINEAR, p, root, 3, root & 1);
     }
-  } else {
-    printf("linear gather/scatter not registered yet: not tested\n");
   }
   for (int p = 2; p <= 20; p++) {
     for (int root = 0; root < p; root++) {

@@ -279,6 +279,16 @@ REDCOLL_API int redcoll_allgather(redcoll_comm *c, const void *sendbuf, void *re
                                   redcoll_dtype dt);
 REDCOLL_API int redcoll_allgatherv(redcoll_comm *c, const void *sendbuf, size_t sendcount,
                                    void *recvbuf, const size_t *recvcounts, redcoll_dtype dt);
+/* Rank root gets p blocks of count elements in recvbuf, block i from rank
+ * i; recvbuf is ignored off the root.  REDCOLL_IN_PLACE as sendbuf only at
+ * the root: its block is already at recvbuf + root * count elements. */
+REDCOLL_API int redcoll_gather(redcoll_comm *c, const void *sendbuf, void *recvbuf, size_t count,
+                               redcoll_dtype dt, int root);
+/* Rank i gets block i (count elements) of the root's sendbuf, which holds p
+ * blocks; sendbuf is ignored off the root.  REDCOLL_IN_PLACE as recvbuf
+ * only at the root: its block stays where it is in sendbuf. */
+REDCOLL_API int redcoll_scatter(redcoll_comm *c, const void *sendbuf, void *recvbuf, size_t count,
+                                redcoll_dtype dt, int root);
 /* buf of root is copied to buf of every rank. */
 REDCOLL_API int redcoll_bcast(redcoll_comm *c, void *buf, size_t count, redcoll_dtype dt, int root);
 /* Returns once every rank has entered the barrier. */

@@ -13,6 +13,7 @@ static const redcoll__algo_entry *const families[] = {
     redcoll__algos_binary_blocks,
     redcoll__algos_ring,
     redcoll__algos_circulant,
+    redcoll__algos_rooted_linear,
 };
 
 const redcoll__algo_entry *redcoll__algo_find(redcoll_coll coll, redcoll_algo algo) {

@@ -278,3 +278,79 @@ REDCOLL_API int redcoll_barrier(redcoll_comm *c) {
   if (c->size == 1) return REDCOLL_OK;
   return run(&call);
 }
+
+REDCOLL_API int redcoll_gather(redcoll_comm *c, const void *sendbuf, void *recvbuf, size_t count,
+                               redcoll_dtype dt, int root) {
+  redcoll__call call;
+  int rc = check_comm(c);
+  if (rc != REDCOLL_OK) return rc;
+  init_call(&call, c, REDCOLL_COLL_GATHER);
+  if (dt == REDCOLL_CUSTOM) return REDCOLL_EINVAL;
+  if ((rc = check_type(&call, dt, NULL, 0)) != REDCOLL_OK) return rc;
+  if (root < 0 || root >= c->size) return REDCOLL_EINVAL;
+  size_t bytes = mul_sat(count, call.esize);
+  size_t total = mul_sat(bytes, (size_t)c->size);
+  if (bytes == SIZE_MAX || total == SIZE_MAX) return REDCOLL_EINVAL;
+  int is_root = c->rank == root;
+  if (count > 0 && (sendbuf == NULL || (is_root && recvbuf == NULL))) return REDCOLL_EINVAL;
+  if (sendbuf == REDCOLL_IN_PLACE && !is_root) return REDCOLL_EINVAL;
+  if (is_root) {
+    char *own = (char *)recvbuf + (size_t)root * bytes;
+    if (sendbuf == REDCOLL_IN_PLACE || (count > 0 && sendbuf == own)) {
+      call.in_place = 1;
+      sendbuf = own;
+    } else if (overlaps(sendbuf, bytes, recvbuf, total)) {
+      return REDCOLL_EINVAL;
+    }
+  } else {
+    recvbuf = NULL; /* not significant off the root */
+  }
+  call.sendbuf = sendbuf;
+  call.recvbuf = recvbuf;
+  call.count = count;
+  call.root = root;
+  if (count == 0) return REDCOLL_OK;
+  if (c->size == 1) {
+    if (!call.in_place) memcpy(recvbuf, sendbuf, bytes);
+    return REDCOLL_OK;
+  }
+  return run(&call);
+}
+
+REDCOLL_API int redcoll_scatter(redcoll_comm *c, const void *sendbuf, void *recvbuf, size_t count,
+                                redcoll_dtype dt, int root) {
+  redcoll__call call;
+  int rc = check_comm(c);
+  if (rc != REDCOLL_OK) return rc;
+  init_call(&call, c, REDCOLL_COLL_SCATTER);
+  if (dt == REDCOLL_CUSTOM) return REDCOLL_EINVAL;
+  if ((rc = check_type(&call, dt, NULL, 0)) != REDCOLL_OK) return rc;
+  if (root < 0 || root >= c->size) return REDCOLL_EINVAL;
+  size_t bytes = mul_sat(count, call.esize);
+  size_t total = mul_sat(bytes, (size_t)c->size);
+  if (bytes == SIZE_MAX || total == SIZE_MAX) return REDCOLL_EINVAL;
+  int is_root = c->rank == root;
+  if (count > 0 && (recvbuf == NULL || (is_root && sendbuf == NULL))) return REDCOLL_EINVAL;
+  if (sendbuf == REDCOLL_IN_PLACE || (recvbuf == REDCOLL_IN_PLACE && !is_root)) return REDCOLL_EINVAL;
+  if (is_root) {
+    const char *own = (const char *)sendbuf + (size_t)root * bytes;
+    if (recvbuf == REDCOLL_IN_PLACE || (count > 0 && recvbuf == own)) {
+      call.in_place = 1;
+      recvbuf = (void *)own;
+    } else if (overlaps(recvbuf, bytes, sendbuf, total)) {
+      return REDCOLL_EINVAL;
+    }
+  } else {
+    sendbuf = NULL; /* not significant off the root */
+  }
+  call.sendbuf = sendbuf;
+  call.recvbuf = recvbuf;
+  call.count = count;
+  call.root = root;
+  if (count == 0) return REDCOLL_OK;
+  if (c->size == 1) {
+    if (!call.in_place) memcpy(recvbuf, sendbuf, bytes);
+    return REDCOLL_OK;
+  }
+  return run(&call);
+}

@@ -154,6 +154,7 @@ extern const redcoll__algo_entry redcoll__algos_halving_doubling[];
 extern const redcoll__algo_entry redcoll__algos_binary_blocks[];
 extern const redcoll__algo_entry redcoll__algos_ring[];
 extern const redcoll__algo_entry redcoll__algos_circulant[];
+extern const redcoll__algo_entry redcoll__algos_rooted_linear[];
 
 /* The entry of (coll, algo), or NULL. */
 const redcoll__algo_entry *redcoll__algo_find(redcoll_coll coll, redcoll_algo algo);
