@@ -637,7 +637,10 @@ int main(int argc, char **argv) {
     for (int r = 0; r < 32; r++) worst = sh->t[r] > worst ? sh->t[r] : worst;
     printf("32 ranks: full mesh of connections + barrier %.3f s (slowest rank), whole run %.3f s\n",
            worst, all);
-    CHECK(worst < 2.0);
+    /* Speed is the benchmark's business (this machine is shared and the
+     * suite also runs under ASan); this only catches a set-up stuck in
+     * retries and backoff. */
+    CHECK(worst < 30.0);
   }
   munmap(sh, sizeof *sh);
   return TEST_DONE();
