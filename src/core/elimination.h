@@ -95,4 +95,31 @@ typedef struct redcoll__elim_op {
 int redcoll__elim_ops(const redcoll__elim_event *ev, int nev, int h, size_t count,
                       redcoll_coll coll, int root, redcoll__elim_op *ops, int cap);
 
+/* ---- elimination_rings (elimination_rings.c) -------------------------------
+ * p = 2^n 3^a q with q odd and not a multiple of 3 is run in stages: n
+ * butterfly stages (radix 2), a' <= a ring stages of three (radix 3), then
+ * the overlapping elimination over the last q' = p / (2^n 3^a') units.
+ * Stage t groups the ranks that differ only in digit t of the mixed-radix
+ * number rank = sum_t digit_t S_t (S_t the product of the radices before t);
+ * the elimination stage works on the units [v U, (v+1) U), U the product of
+ * all radices, member rank mod U of each unit working with the same member
+ * of the others.  a' is the number of rings that gives the fewest rounds
+ * for small m, the larger one on a tie. */
+#define REDCOLL__RINGS_MAX_STAGES 40
+
+typedef struct redcoll__rings_plan {
+  int nstages;                          /* butterfly and ring stages */
+  int radix[REDCOLL__RINGS_MAX_STAGES]; /* 2 (butterfly) or 3 (ring), in order */
+  int unit;                             /* U: the product of the radices */
+  int q;                                /* units of the elimination stage, 1 = none */
+  int rounds;                           /* rounds for m <= b */
+} redcoll__rings_plan;
+
+/* The plan for p ranks (p >= 1).  Returns pl->rounds, or -1 for p < 1. */
+int redcoll__rings_plan_for(int p, redcoll__rings_plan *pl);
+
+/* Rounds of the overlapping elimination alone for m <= b: 0 for p = 1,
+ * log2 p for a power of two, else ceil(log2 p) + 1. */
+int redcoll__elim_small_rounds(int p);
+
 #endif /* REDCOLL_ELIMINATION_H */
