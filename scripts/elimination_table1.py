@@ -65,6 +65,7 @@ VARIANTS = [
 GRAPHS = [('elimination', 6, 1), ('elimination', 7, 1), ('elimination', 13, 1),
           ('elimination', 15, 1), ('elimination_nonoverlap', 13, 1),
           ('elimination_nonoverlap', 15, 1), ('elimination_rings', 6, 1),
+          ('elimination_rings', 12, 1),
           ('allgather_reduce', 6, 1), ('ring_sequential', 6, 6)]
 
 # Table 1 as printed: PAPER[(p, size)] = four cells, one per protocol, each
