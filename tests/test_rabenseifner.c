@@ -1,15 +1,16 @@
 /*
- * Rabenseifner's reduction family: recursive_doubling, halving_doubling,
- * binary_blocks, ring (and the lead's binary_tree, for its costs).
+ * Rabenseifner's reduction family: binary_tree, recursive_doubling,
+ * halving_doubling, binary_blocks, ring.
  *  1. schedule unit tests: halving ranges, removed ranks and partners, the
- *     root swap, binomial gather roles, binary block decomposition, chunks;
+ *     root swap, the order-keeping reduction tree, binomial gather roles,
+ *     binary block decomposition, chunks;
  *  2. the correctness matrix on the simulator (eager limit 0, rendezvous):
  *     sampled p, every root for small p and sampled roots beyond, counts
  *     down to 1 and below p, in place and not, sum and the non-commutative
  *     operator where accepted; the commutative-only ring must refuse it;
  *  3. costs: rounds (alpha=1), volume (beta=1) and reduction work (gamma=1)
  *     equal the paper's formulas on sampled p (the full sweep p = 2..130 is
- *     scripts/rabenseifner_table.py check).
+ *     scripts/rabenseifner_sweep.py costs).
  */
 #include <math.h>
 
@@ -132,6 +133,74 @@ static void test_root_swap(void) {
   }
 }
 
+/* The order-keeping reduction tree of binary_tree: schedules spelled out
+ * for p = 6, then for every p and root: a tree toward the root, in
+ * ceil(lg p) rounds, whose every combine joins two adjacent runs of ranks. */
+typedef struct tree_node {
+  int done, lo, hi; /* round its partial is complete, the ranks it covers */
+} tree_node;
+
+static void tree_eval(int p, int root, int rank, tree_node *nd) {
+  int from[32], parent;
+  int nr = redcoll__rab_tree(p, root, rank, from, &parent);
+  nd[rank].done = 0;
+  nd[rank].lo = rank;
+  nd[rank].hi = rank + 1;
+  for (int i = 0; i < nr; i++) {
+    int ch = from[i], cp;
+    int cf[32];
+    redcoll__rab_tree(p, root, ch, cf, &cp);
+    CHECK_MSG(cp == rank, "p %d root %d: child %d of %d has parent %d", p, root, ch, rank, cp);
+    tree_eval(p, root, ch, nd);
+    /* one receive at a time: after its own earlier receives and the child */
+    nd[rank].done = (nd[ch].done > nd[rank].done ? nd[ch].done : nd[rank].done) + 1;
+    if (ch < rank) {
+      CHECK_MSG(nd[ch].hi == nd[rank].lo, "p %d root %d: %d -> %d not adjacent", p, root, ch,
+                rank);
+      nd[rank].lo = nd[ch].lo;
+    } else {
+      CHECK_MSG(nd[rank].hi == nd[ch].lo, "p %d root %d: %d -> %d not adjacent", p, root, ch,
+                rank);
+      nd[rank].hi = nd[ch].hi;
+    }
+  }
+}
+
+static void test_tree(void) {
+  /* {p, root, rank, parent, number of children, children in order} */
+  static const int want[][9] = {
+      /* p = 6, root 0: the binomial tree 1->0, 3->2, 5->4; 2->0; 4->0 */
+      {6, 0, 0, -1, 3, 1, 2, 4},
+      {6, 0, 4, 0, 1, 5},
+      /* p = 6, root 5: 1->0, 3->2, 4->5; 2->0; 0->5 (lower run on the left) */
+      {6, 5, 5, -1, 2, 4, 0},
+      {6, 5, 0, 5, 2, 1, 2},
+      {6, 5, 4, 5, 0},
+      /* p = 13, root 9: 8->9, 10->9 (after 11->10), 12->9 ... [0, 8) from 0 last */
+      {13, 9, 9, -1, 4, 8, 10, 12, 0},
+  };
+  int from[32], parent, nr;
+  for (size_t t = 0; t < sizeof want / sizeof want[0]; t++) {
+    const int *w = want[t];
+    nr = redcoll__rab_tree(w[0], w[1], w[2], from, &parent);
+    CHECK_MSG(nr == w[4] && parent == w[3], "p %d root %d rank %d: %d children, parent %d", w[0],
+              w[1], w[2], nr, parent);
+    for (int i = 0; i < nr && i < w[4]; i++) CHECK_INT(from[i], w[5 + i]);
+  }
+  tree_node nd[80];
+  for (int p = 1; p <= 70; p++) {
+    for (int root = 0; root < p; root++) {
+      for (int i = 0; i < p; i++) nd[i].done = -1;
+      tree_eval(p, root, root, nd);
+      CHECK_MSG(nd[root].lo == 0 && nd[root].hi == p, "p %d root %d: root covers [%d, %d)", p,
+                root, nd[root].lo, nd[root].hi);
+      CHECK_MSG(nd[root].done == redcoll__ceil_log2(p), "p %d root %d: %d rounds", p, root,
+                nd[root].done);
+      for (int i = 0; i < p; i++) CHECK_MSG(nd[i].done >= 0, "p %d root %d: %d unused", p, root, i);
+    }
+  }
+}
+
 static void test_gather_roles(void) {
   /* pp = 8 toward new rank 5 (101b): distance 4 first. */
   for (int j = 0; j < 8; j++) CHECK_INT(redcoll__rab_gather_role(j, 5, 4), (j & 4) ? 1 : 0);
@@ -223,6 +292,8 @@ typedef struct algo_case {
 } algo_case;
 
 static const algo_case algos[] = {
+    {REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_BINARY_TREE, 1},
+    {REDCOLL_COLL_REDUCE, REDCOLL_ALGO_BINARY_TREE, 1},
     {REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_RECURSIVE_DOUBLING, 1},
     {REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_HALVING_DOUBLING, 1},
     {REDCOLL_COLL_REDUCE, REDCOLL_ALGO_HALVING_DOUBLING, 1},
@@ -396,6 +467,11 @@ static void test_costs(void) {
       check_cost(cl, REDCOLL_ALGO_BINARY_TREE, p, count, 0,
                  formula(cl, REDCOLL_ALGO_BINARY_TREE, p, n));
     }
+    /* binary_tree reduce: T_red,tree for any root (the tree keeps rank order
+     * without a detour through rank 0). */
+    for (int root = p / 2; root < p; root += p - p / 2 - 1 > 0 ? p - p / 2 - 1 : 1)
+      check_cost(REDCOLL_COLL_REDUCE, REDCOLL_ALGO_BINARY_TREE, p, count, root,
+                 formula(REDCOLL_COLL_REDUCE, REDCOLL_ALGO_BINARY_TREE, p, n));
     /* The root swap costs nothing: a removed (odd) root, and the last rank. */
     int r = p - redcoll__floor_pow2(p);
     if (r > 0)
@@ -424,6 +500,7 @@ int main(void) {
   test_ranges();
   test_removed_ranks();
   test_root_swap();
+  test_tree();
   test_gather_roles();
   test_blocks();
   test_chunks();

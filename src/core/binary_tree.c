@@ -1,50 +1,55 @@
 /*
- * Binomial trees ("binary_tree").
+ * Binomial trees ("binary_tree"), rabenseifner-2004 section 2.3.  For short
+ * vectors: fewest rounds, whole vectors in every message.
  *
- * reduce: a binomial tree rooted at rank 0.  In step k (mask 2^k) every rank
- * whose lowest set bit is k sends its partial result, which covers the ranks
- * [rank, rank + 2^k), to rank - 2^k, whose own partial covers the ranks just
- * below: the receiver computes acc = acc + incoming, so operands stay in rank
- * order and every element is bracketed the same way.  For a root other than
- * 0, rank 0 then sends the result to the root (one more round): rotating the
- * tree instead would reorder the operands.
- *   cost: ceil(log2 p) (alpha + m beta + m gamma)  [+ alpha + m beta if root != 0]
+ * reduce: a binomial tree toward the root that keeps rank order
+ * (redcoll__rab_tree): with t rounds left, the ranks [lo, hi) of a subtree
+ * are split at lo + 2^(t-1); the part without the subtree's root is reduced
+ * to its lowest rank, which sends it to the root in round t.  Every partial
+ * covers a contiguous run of ranks and the receiver puts the lower run on
+ * the left, so operands stay in rank order for every root.  For root 0 it is
+ * the classical binomial tree.
+ *   cost: ceil(lg p) (alpha + n beta + n gamma), any root (T_red,tree)
  * bcast: a binomial tree rooted at the root (ranks rotated; no operands, so
- * order does not matter): ceil(log2 p) (alpha + m beta).
+ * order does not matter): ceil(lg p) (alpha + n beta).
  * allreduce: reduce to rank 0, then bcast from rank 0:
- *   2 ceil(log2 p) alpha + 2 ceil(log2 p) m beta + ceil(log2 p) m gamma.
+ *   2 ceil(lg p) alpha + 2 ceil(lg p) n beta + ceil(lg p) n gamma
+ *   (T_all,tree).
  *
- * Restrictions: none; non-commutative operators keep rank order.  Scratch:
- * ranks that receive from children need the incoming vector; inner ranks of
- * reduce other than the root also need an accumulator, as they have no
- * receive buffer (two vectors there).
+ * Restrictions: none; non-commutative operators keep rank order (one
+ * bracketing per root, the same for every element; allreduce uses root 0's,
+ * so all ranks get bitwise identical results).  Scratch: a rank that
+ * receives needs the incoming vector (scratch 0); in a reduce, one that
+ * receives and is not the root also needs an accumulator (scratch 1), as it
+ * has no receive buffer: two vectors there.
  *
- * Example, reduce on p = 6, root 0: step 1: 1->0, 3->2, 5->4 (0 holds v0+v1,
- * 2 holds v2+v3, 4 holds v4+v5); step 2: 2->0 (0 holds (v0+v1)+(v2+v3));
- * step 3: 4->0: ((v0+v1)+(v2+v3))+(v4+v5).
+ * Example, reduce on p = 6, root 5 (3 rounds): round 1: 1->0, 3->2, 4->5
+ * (0 holds v0+v1, 2 holds v2+v3, 5 holds v4+v5); round 2: 2->0 (0 holds
+ * (v0+v1)+(v2+v3)); round 3: 0->5, which computes
+ * ((v0+v1)+(v2+v3))+(v4+v5).  Root 0: 1->0, 3->2, 5->4; 2->0; 4->0.
  */
 #include "internal.h"
+#include "rabenseifner.h"
 
-/* Whether the rank receives from anybody in the reduction tree. */
-static int has_children(int rank, int p) { return (rank & 1) == 0 && rank + 1 < p; }
-
-/* The tree reduction to rank 0.  input is this rank's vector; acc is where a
- * rank that receives accumulates (may equal input); tmp receives.  On return
- * rank 0 has the result in acc. */
-static int reduce_to_zero(const redcoll__call *call, const void *input, void *acc, void *tmp) {
+/* The reduction toward root along redcoll__rab_tree.  A rank that receives
+ * accumulates in acc and receives into tmp; the root ends with the result in
+ * acc. */
+static int tree_reduce(const redcoll__call *call, int root, const int *from, int nr, int parent,
+                       void *acc, void *tmp) {
   redcoll_comm *c = call->comm;
-  int rank = c->rank, p = c->size, rc;
+  int rank = c->rank, rc;
   size_t n = call->count, bytes = n * call->esize;
-  const void *cur = input;
-  for (int mask = 1; mask < p; mask <<= 1) {
-    if (rank & mask) return redcoll__send(c, rank - mask, cur, bytes);
-    if (rank + mask < p) {
-      if ((rc = redcoll__recv(c, rank + mask, tmp, bytes)) != REDCOLL_OK) return rc;
+  const void *cur = call->sendbuf;
+  for (int i = 0; i < nr; i++) {
+    if ((rc = redcoll__recv(c, from[i], tmp, bytes)) != REDCOLL_OK) return rc;
+    if (from[i] < rank)
+      redcoll__reduce(call, acc, tmp, cur, n);
+    else
       redcoll__reduce(call, acc, cur, tmp, n);
-      cur = acc;
-    }
+    cur = acc;
   }
-  if (cur != acc) memcpy(acc, cur, bytes);
+  if (parent >= 0) return redcoll__send(c, parent, cur, bytes);
+  if (rank == root && cur != acc) memcpy(acc, cur, bytes);
   return REDCOLL_OK;
 }
 
@@ -72,32 +77,25 @@ static int bcast_bytes(redcoll_comm *c, void *buf, size_t bytes, int root) {
 
 static int reduce_binary_tree(const redcoll__call *call) {
   redcoll_comm *c = call->comm;
-  int rank = c->rank, root = call->root, rc;
+  int rank = c->rank, root = call->root, from[32], parent;
   size_t bytes = call->count * call->esize;
-  void *tmp = NULL, *acc;
-  if (has_children(rank, c->size) && (tmp = redcoll__scratch(c, 0, bytes)) == NULL)
-    return REDCOLL_ENOMEM;
-  if (rank == root && root == 0) {
-    acc = call->recvbuf;
-  } else if (has_children(rank, c->size)) {
-    if ((acc = redcoll__scratch(c, 1, bytes)) == NULL) return REDCOLL_ENOMEM;
-  } else {
-    acc = (void *)call->sendbuf; /* a leaf never writes acc */
+  int nr = redcoll__rab_tree(c->size, root, rank, from, &parent);
+  void *tmp = NULL, *acc = call->recvbuf;
+  if (nr > 0) {
+    if ((tmp = redcoll__scratch(c, 0, bytes)) == NULL) return REDCOLL_ENOMEM;
+    if (rank != root && (acc = redcoll__scratch(c, 1, bytes)) == NULL) return REDCOLL_ENOMEM;
   }
-  if ((rc = reduce_to_zero(call, call->sendbuf, acc, tmp)) != REDCOLL_OK) return rc;
-  if (root == 0) return REDCOLL_OK;
-  if (rank == 0) return redcoll__send(c, root, acc, bytes);
-  if (rank == root) return redcoll__recv(c, 0, call->recvbuf, bytes);
-  return REDCOLL_OK;
+  return tree_reduce(call, root, from, nr, parent, acc, tmp);
 }
 
 static int allreduce_binary_tree(const redcoll__call *call) {
   redcoll_comm *c = call->comm;
+  int from[32], parent;
   size_t bytes = call->count * call->esize;
+  int nr = redcoll__rab_tree(c->size, 0, c->rank, from, &parent);
   void *tmp = NULL;
-  if (has_children(c->rank, c->size) && (tmp = redcoll__scratch(c, 0, bytes)) == NULL)
-    return REDCOLL_ENOMEM;
-  int rc = reduce_to_zero(call, call->sendbuf, call->recvbuf, tmp);
+  if (nr > 0 && (tmp = redcoll__scratch(c, 0, bytes)) == NULL) return REDCOLL_ENOMEM;
+  int rc = tree_reduce(call, 0, from, nr, parent, call->recvbuf, tmp);
   if (rc != REDCOLL_OK) return rc;
   return bcast_bytes(c, call->recvbuf, bytes, 0);
 }

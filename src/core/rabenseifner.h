@@ -1,7 +1,8 @@
 /*
- * Schedules of Rabenseifner's reduction family (recursive_doubling,
- * halving_doubling, binary_blocks, ring): pure rank and block arithmetic,
- * no I/O, shared by the family files and reachable from unit tests.
+ * Schedules of Rabenseifner's reduction family (binary_tree,
+ * recursive_doubling, halving_doubling, binary_blocks, ring): pure rank and
+ * block arithmetic, no I/O, shared by the family files and reachable from
+ * unit tests.
  *
  * Terms (rabenseifner-2004, section 2.5): p = pp + r with pp the largest power
  * of two <= p.  The first 2r ranks form r pairs (2i, 2i+1); one rank of each
@@ -40,6 +41,44 @@ static inline void redcoll__rab_range(size_t n, int depth, int j, size_t *lo, si
   }
   *lo = a;
   *hi = b;
+}
+
+/* ---- order-keeping binomial tree (binary_tree reduce) --------------------- */
+
+/* The reduction tree toward any root in ceil(lg p) rounds that keeps rank
+ * order.  With t rounds left, an interval [lo, hi) of at most 2^t ranks and
+ * its root x is split at m = lo + 2^(t-1) (if it has more than 2^(t-1)
+ * ranks): the part without x is reduced in t - 1 rounds to its sub-root y
+ * (its lowest rank), which sends it to x in round t.  Both parts are
+ * contiguous, so x puts the incoming partial on the left iff y < x.  For
+ * root 0 this is the classical binomial tree (y = x + 2^(t-1)).  Returns the
+ * number of ranks `rank` receives from; from[] gets them in the order of
+ * receipt (round 1 first) and *parent the rank it then sends to (-1 for the
+ * root). */
+static inline int redcoll__rab_tree(int p, int root, int rank, int from[32], int *parent) {
+  int lo = 0, hi = p, x = root, t = 0, nr = 0, down[32];
+  while ((1 << t) < p) t++;
+  *parent = -1;
+  while (hi - lo > 1) {
+    int half = 1 << --t;
+    if (hi - lo <= half) continue;
+    int m = lo + half, xlow = x < m;
+    int olo = xlow ? m : lo, ohi = xlow ? hi : m, y = olo;
+    if (rank >= olo && rank < ohi) {
+      if (rank == y) *parent = x;
+      lo = olo;
+      hi = ohi;
+      x = y;
+    } else {
+      if (rank == x) down[nr++] = y;
+      if (xlow)
+        hi = m;
+      else
+        lo = m;
+    }
+  }
+  for (int i = 0; i < nr; i++) from[i] = down[nr - 1 - i];
+  return nr;
 }
 
 /* ---- removing ranks down to a power of two (recursive_doubling,
