@@ -113,6 +113,9 @@ static void test_defaults_and_args(void) {
   CHECK_INT(cfg.report_len, 0);
   CHECK_INT(cfg.verbose, 0);
   CHECK_INT(cfg.fail_rank, -1);
+  CHECK_INT(cfg.stall_rank, -1);
+  CHECK_INT(cfg.stall_after, 0);
+  CHECK_DBL(cfg.stall_time, 0.0);
   CHECK_INT(cfg.fail_after, 0);
   CHECK_INT(cfg.stack_size, 0);
 
@@ -876,7 +879,11 @@ static void test_core(void) {
   int64_t res[9];
   redcoll_mock_stats st[9];
   CHECK_INT(redcoll_mock_run(9, NULL, prog_allreduce, res, st), REDCOLL_OK);
-  for (int r = 0; r < 9; r++) CHECK_INT(res[r], 10 * 36 + 9 * 4);
+  for (int r = 0; r < 9; r++) {
+    CHECK_INT(res[r], 10 * 36 + 9 * 4);
+    /* Every message is a call of its own or half of a sendrecv. */
+    CHECK(st[r].calls > 0 && st[r].calls <= st[r].msgs_sent + st[r].msgs_recv);
+  }
   /* Rank 4 dies at its first call: its value never leaves it, so no rank
    * may succeed, and none may hang. */
   redcoll_mock_config cfg;

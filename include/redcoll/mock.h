@@ -18,6 +18,17 @@
  * A run in which no rank can move is a deadlock: every blocked call returns
  * REDCOLL_EDEADLOCK, the report (which ranks wait for what) goes to
  * cfg->report and, when cfg->verbose, to stderr.  Never a hang.
+ *
+ * Deadlines (redcoll_comm_set_timeout) run on the virtual clock, one time
+ * unit per millisecond, from the rank's first transport call of each
+ * collective.  A call times out when what it waits for would end after the
+ * deadline, or when no rank can move any more and it has the earliest
+ * deadline of the blocked ranks: it returns REDCOLL_ETIMEDOUT and the
+ * report names the peer it was waiting for.  A message between ranks
+ * whose tags differ is a mismatch (REDCOLL_EMISMATCH on the receiver and a
+ * rendezvous sender); the report gives both ranks' tags.  Abort
+ * (redcoll_comm_abort, or any error in the core) makes every pending and
+ * later call of every rank return REDCOLL_EABORTED.  docs/reliability.md.
  */
 #ifndef REDCOLL_MOCK_H
 #define REDCOLL_MOCK_H
@@ -53,9 +64,18 @@ typedef struct redcoll_mock_config {
   int fail_rank;
   uint64_t fail_after;
   size_t stack_size;   /* per-rank thread stack; 0: 256 KiB */
+  /* Stall injection, the simulator's SIGSTOP: before its stall_after-th
+   * transport call (counted as for fail_after) rank stall_rank (if >= 0)
+   * stands still for stall_time units of virtual time; peers that wait for
+   * it longer than their communicator's deadline (redcoll_comm_set_timeout)
+   * get REDCOLL_ETIMEDOUT. */
+  int stall_rank;
+  uint64_t stall_after;
+  double stall_time;
 } redcoll_mock_config;
 
-/* alpha = 1, beta = gamma = 0, seed 1, eager 0, fail_rank -1, rest zero. */
+/* alpha = 1, beta = gamma = 0, seed 1, eager 0, fail_rank and stall_rank
+ * -1, rest zero. */
 REDCOLL_API void redcoll_mock_config_init(redcoll_mock_config *cfg);
 
 typedef struct redcoll_mock_stats {
@@ -65,6 +85,7 @@ typedef struct redcoll_mock_stats {
   uint64_t msgs_recv, bytes_recv;
   uint64_t bytes_reduced;
   int status;              /* what fn returned */
+  uint64_t calls;          /* transport calls (send, recv, sendrecv) made */
 } redcoll_mock_stats;
 
 /* Runs fn on p simulated ranks (1 <= p <= 65536) and waits for all of them.

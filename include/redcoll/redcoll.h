@@ -231,6 +231,29 @@ REDCOLL_API size_t redcoll_comm_get_threshold(const redcoll_comm *c);
  * collective returns it at once), or REDCOLL_OK. */
 REDCOLL_API int redcoll_comm_error(const redcoll_comm *c);
 
+/* Gives up on the communicator: it is broken from now on (every later
+ * collective returns REDCOLL_EABORTED, or the first error it had already
+ * seen), and its transport tells every peer, whose collectives blocked now
+ * or entered later on that group return REDCOLL_EABORTED promptly.  Call it
+ * from the thread that uses the communicator, outside a collective.  A
+ * communicator that is already broken has told its peers already; calling
+ * again does nothing.  Returns REDCOLL_EINVAL for NULL, REDCOLL_ENOTSUP if
+ * the transport has no abort (the communicator is still broken locally,
+ * but the peers are not told), else REDCOLL_OK.  docs/reliability.md. */
+REDCOLL_API int redcoll_comm_abort(redcoll_comm *c);
+
+/* Deadline of each collective: one that has not finished ms milliseconds
+ * after it started on this rank returns REDCOLL_ETIMEDOUT (the
+ * communicator is then broken and its peers aborted), and the log names
+ * the peer it was waiting for.  0, the default, means no deadline.  The
+ * simulator measures it on its virtual clock, one time unit per
+ * millisecond (docs/reliability.md).  Returns REDCOLL_EINVAL for NULL,
+ * REDCOLL_ENOTSUP if the transport cannot bound its waits this way (the
+ * threads and TCP transports take their own per-call timeout from their
+ * configuration). */
+REDCOLL_API int redcoll_comm_set_timeout(redcoll_comm *c, uint64_t ms);
+REDCOLL_API uint64_t redcoll_comm_get_timeout(const redcoll_comm *c);
+
 /* The algorithm the last collective on this communicator ran (the choice
  * AUTO made, or the forced one); REDCOLL_ALGO_AUTO before the first call. */
 REDCOLL_API redcoll_algo redcoll_comm_last_algorithm(const redcoll_comm *c);

@@ -152,32 +152,89 @@ void *redcoll__scratch(redcoll_comm *c, int which, size_t bytes) {
   return c->scratch[which];
 }
 
+REDCOLL_API int redcoll_comm_set_timeout(redcoll_comm *c, uint64_t ms) {
+  if (c == NULL) return REDCOLL_EINVAL;
+  if (!c->timeout_ok) return REDCOLL_ENOTSUP;
+  c->timeout_ms = ms;
+  return REDCOLL_OK;
+}
+
+REDCOLL_API uint64_t redcoll_comm_get_timeout(const redcoll_comm *c) {
+  return c ? c->timeout_ms : 0;
+}
+
+/* The running collective as this rank sees it, for error logs: what the tag
+ * folds in, so that two ranks' lines can be compared. */
+static void describe(const redcoll_comm *c, char *buf, size_t n) {
+  static const char *const op_names[REDCOLL__OP_COUNT] = {
+      "sum", "prod", "min", "max", "band", "bor", "bxor", "land", "lor", "lxor",
+  };
+  int k = snprintf(buf, n, "collective #%llu (tag 0x%016llx)",
+                   (unsigned long long)(c->tag >> 40), (unsigned long long)c->tag);
+  const struct redcoll__call *call = c->cur;
+  if (call == NULL || k < 0 || (size_t)k >= n) return;
+  const char *op = call->op == NULL                      ? "none"
+                   : call->op->id == REDCOLL__OP_USER    ? "user"
+                   : (unsigned)call->op->id < REDCOLL__OP_COUNT ? op_names[call->op->id]
+                                                               : "?";
+  const char *dt = redcoll_dtype_name(call->dtype);
+  snprintf(buf + k, n - (size_t)k, ": %s count %zu dtype %s op %s root %d",
+           redcoll_coll_name(call->coll), call->count, dt ? dt : "?", op, call->root);
+}
+
 /* Records the first error and tells the peers, so that nobody waits for a
- * rank that has given up. */
-int redcoll__fail(redcoll_comm *c, int status) {
+ * rank that has given up.  An EABORTED came from a peer, which has told
+ * everyone already. */
+static int fail_with(redcoll_comm *c, int status, const char *what) {
   if (c->error == REDCOLL_OK) {
+    char view[192];
     c->error = status;
-    redcoll__log(1, "rank %d: collective #%llu failed: %s", c->rank,
-                 (unsigned long long)(c->tag >> 40), redcoll_strerror(status));
+    describe(c, view, sizeof view);
+    redcoll__log(status == REDCOLL_EABORTED ? 2 : 0, "rank %d: %s failed in %s: %s (%s)", c->rank,
+                 view, what, redcoll_status_name(status), redcoll_strerror(status));
     if (status != REDCOLL_EABORTED && c->ops->abort != NULL) c->ops->abort(c->impl, status);
   }
   return status;
 }
 
+int redcoll__fail(redcoll_comm *c, int status) { return fail_with(c, status, "the algorithm"); }
+
+REDCOLL_API int redcoll_comm_abort(redcoll_comm *c) {
+  if (c == NULL) return REDCOLL_EINVAL;
+  if (c->error != REDCOLL_OK) return REDCOLL_OK; /* broken: the peers know */
+  c->error = REDCOLL_EABORTED;
+  redcoll__log(2, "rank %d: communicator aborted by the application", c->rank);
+  if (c->ops->abort == NULL) return REDCOLL_ENOTSUP;
+  c->ops->abort(c->impl, REDCOLL_EABORTED);
+  return REDCOLL_OK;
+}
+
+/* The failed call, named by the peer(s) it was waiting for. */
+static int fail_io(redcoll_comm *c, int status, int dst, int src) {
+  char what[64];
+  if (dst >= 0 && src >= 0)
+    snprintf(what, sizeof what, "sendrecv (send to rank %d, receive from rank %d)", dst, src);
+  else if (dst >= 0)
+    snprintf(what, sizeof what, "send to rank %d", dst);
+  else
+    snprintf(what, sizeof what, "receive from rank %d", src);
+  return fail_with(c, status, what);
+}
+
 int redcoll__send(redcoll_comm *c, int dst, const void *buf, size_t len) {
   int rc = c->ops->send(c->impl, dst, c->tag, buf, len);
-  return rc == REDCOLL_OK ? rc : redcoll__fail(c, rc);
+  return rc == REDCOLL_OK ? rc : fail_io(c, rc, dst, -1);
 }
 
 int redcoll__recv(redcoll_comm *c, int src, void *buf, size_t len) {
   int rc = c->ops->recv(c->impl, src, c->tag, buf, len);
-  return rc == REDCOLL_OK ? rc : redcoll__fail(c, rc);
+  return rc == REDCOLL_OK ? rc : fail_io(c, rc, -1, src);
 }
 
 int redcoll__sendrecv(redcoll_comm *c, int dst, const void *sbuf, size_t slen, int src, void *rbuf,
                       size_t rlen) {
   int rc = c->ops->sendrecv(c->impl, dst, c->tag, sbuf, slen, src, c->tag, rbuf, rlen);
-  return rc == REDCOLL_OK ? rc : redcoll__fail(c, rc);
+  return rc == REDCOLL_OK ? rc : fail_io(c, rc, dst, src);
 }
 
 void redcoll__reduce(const redcoll__call *call, void *out, const void *left, const void *right,

@@ -70,6 +70,11 @@ struct redcoll_comm {
   redcoll_algo last_algo;
   size_t threshold;                      /* butterfly block threshold b, bytes */
   int error;                             /* first error; then broken */
+  uint64_t timeout_ms;                   /* per-collective deadline; 0: none */
+  int timeout_ok;                        /* the transport honours timeout_ms
+                                          * (set by the mock's runner) */
+  const struct redcoll__call *cur;       /* the collective running now, for
+                                          * error logs; NULL if not known */
   void *scratch[2];
   size_t scratch_cap[2];
 };

@@ -21,6 +21,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <stdarg.h>
@@ -76,6 +77,10 @@ typedef struct mock_rank {
   int started;           /* its thread was created (it must be joined) */
   int dead;              /* fault injection fired on this rank */
   uint64_t ncalls;
+  redcoll_comm *comm;    /* the rank's communicator, for its deadline */
+  uint64_t ctag;         /* tag of the collective the deadline belongs to */
+  int have_ctag;
+  double deadline;       /* of the running collective; INFINITY: none */
   redcoll_mock_stats st;
   /* The call in progress. */
   int send_active, recv_active; /* halves not finished yet */
@@ -143,7 +148,7 @@ static uint64_t max_u(uint64_t a, uint64_t b) { return a > b ? a : b; }
 __attribute__((format(printf, 2, 3)))
 #endif
 static void report_add(mock_run *run, const char *fmt, ...) {
-  char line[256];
+  char line[384];
   va_list ap;
   va_start(ap, fmt);
   int n = vsnprintf(line, sizeof line, fmt, ap);
@@ -298,6 +303,92 @@ static const char *peer_note(const mock_run *run, int peer) {
   return "";
 }
 
+/* What the call of r still waits for, e.g. "send to 3 tag ... 8 bytes". */
+static void describe_wait(const mock_run *run, const mock_rank *r, char *out, size_t n) {
+  char s[128] = "", q[128] = "";
+  if (r->send_active)
+    snprintf(s, sizeof s, "send to %d tag 0x%016" PRIx64 " %zu bytes%s", r->sdst, r->stag, r->slen,
+             peer_note(run, r->sdst));
+  if (r->recv_active)
+    snprintf(q, sizeof q, "recv from %d tag 0x%016" PRIx64 " %zu bytes%s", r->rsrc, r->rtag,
+             r->rlen, peer_note(run, r->rsrc));
+  snprintf(out, n, "%s%s%s", s, (s[0] && q[0]) ? "; " : "", q);
+}
+
+/* r's call passes its deadline at virtual time `at` while it waits for
+ * rank peer: it fails with REDCOLL_ETIMEDOUT, and r's clock stops there. */
+static void time_out(mock_run *run, mock_rank *r, double at, int peer) {
+  char w[272];
+  describe_wait(run, r, w, sizeof w);
+  report_add(run, "rank %d: timed out at %.17g waiting for rank %d (%s)", r->id, at, peer, w);
+  r->clock = at;
+  cancel_call(run, r, REDCOLL_ETIMEDOUT);
+}
+
+/* Nothing can move: virtual time runs on to the earliest deadline among
+ * the blocked ranks (a call posted after its deadline expires at once),
+ * and that call times out.  0 if no blocked rank has a deadline. */
+static int expire_one(mock_run *run) {
+  mock_rank *best = NULL;
+  double bt = INFINITY;
+  for (int i = 0; i < run->p; i++) {
+    mock_rank *r = &run->ranks[i];
+    if (r->state != ST_BLOCKED || !isfinite(r->deadline)) continue;
+    double t = max_d(r->deadline, r->clock);
+    if (t < bt) {
+      bt = t;
+      best = r;
+    }
+  }
+  if (best == NULL) return 0;
+  time_out(run, best, bt, best->recv_active ? best->rsrc : best->sdst);
+  return 1;
+}
+
+/* Whether r's call has an open half with this tag. */
+static int waits_in(const mock_rank *r, uint64_t tag) {
+  return (r->send_active && r->stag == tag) || (r->recv_active && r->rtag == tag);
+}
+
+/* The tag of r's open call if it is the tag of the collective r's core is
+ * running (not a raw transport call), else 0. */
+static uint64_t coll_tag(const mock_rank *r) {
+  if (r->state != ST_BLOCKED || r->comm == NULL || r->comm->tag == 0) return 0;
+  return waits_in(r, r->comm->tag) ? r->comm->tag : 0;
+}
+
+/* Nothing can move, and a blocked rank r waits for a blocked rank q (to
+ * send to it or to receive from it) that is in another collective: under
+ * rendezvous, ranks that disagree on the collective often wait like this
+ * without ever matching a message, where a buffering transport would have
+ * delivered one and compared the tags.  Both fail with REDCOLL_EMISMATCH,
+ * with both tags in the report.  0 if there is no such pair. */
+static int blocked_mismatch(mock_run *run) {
+  int found = 0;
+  for (int i = 0; i < run->p; i++) {
+    mock_rank *r = &run->ranks[i];
+    uint64_t rt = coll_tag(r);
+    if (rt == 0) continue;
+    int peers[2] = {r->send_active ? r->sdst : -1, r->recv_active ? r->rsrc : -1};
+    for (int j = 0; j < 2; j++) {
+      if (peers[j] < 0) continue;
+      mock_rank *q = &run->ranks[peers[j]];
+      uint64_t qt = coll_tag(q);
+      if (qt == 0 || waits_in(q, rt)) continue;
+      report_add(run,
+                 "rank %d: %s %d in tag 0x%016" PRIx64 ", but rank %d waits in tag 0x%016" PRIx64
+                 " (rank %d is at collective #%" PRIu64 ", rank %d at #%" PRIu64 ")",
+                 r->id, j == 0 ? "send to" : "recv from", q->id, rt, q->id, qt, r->id, rt >> 40,
+                 q->id, qt >> 40);
+      cancel_call(run, r, REDCOLL_EMISMATCH);
+      cancel_call(run, q, REDCOLL_EMISMATCH);
+      found = 1;
+      break;
+    }
+  }
+  return found;
+}
+
 /* No rank can run and some are blocked: every blocked call fails with
  * REDCOLL_EDEADLOCK, and so does every later call. */
 static void deadlock(mock_run *run) {
@@ -306,14 +397,9 @@ static void deadlock(mock_run *run) {
   for (int i = 0; i < run->p; i++) {
     mock_rank *r = &run->ranks[i];
     if (r->state != ST_BLOCKED) continue;
-    char s[128] = "", q[128] = "";
-    if (r->send_active)
-      snprintf(s, sizeof s, "send to %d tag 0x%016" PRIx64 " %zu bytes%s", r->sdst, r->stag, r->slen,
-               peer_note(run, r->sdst));
-    if (r->recv_active)
-      snprintf(q, sizeof q, "recv from %d tag 0x%016" PRIx64 " %zu bytes%s", r->rsrc, r->rtag,
-               r->rlen, peer_note(run, r->rsrc));
-    report_add(run, "rank %d: %s%s%s", i, s, (s[0] && q[0]) ? "; " : "", q);
+    char w[272];
+    describe_wait(run, r, w, sizeof w);
+    report_add(run, "rank %d: %s", i, w);
   }
   for (int i = 0; i < run->p; i++)
     if (run->ranks[i].state == ST_BLOCKED) cancel_call(run, &run->ranks[i], REDCOLL_EDEADLOCK);
@@ -349,7 +435,8 @@ static int start_thread(mock_run *run, mock_rank *r) {
  * returned REDCOLL_ENOMEM. */
 static void schedule_next(mock_run *run) {
   for (;;) {
-    if (run->nrunnable == 0 && run->nblocked > 0) deadlock(run);
+    if (run->nrunnable == 0 && run->nblocked > 0 && !expire_one(run) && !blocked_mismatch(run))
+      deadlock(run);
     if (run->nrunnable == 0) {
       sem_post(&run->done);
       return;
@@ -409,17 +496,45 @@ static void record(mock_run *run, const mock_msg *m, double start, double end, u
   }
 }
 
+/* Would the transfer of m (matched with rr's receive) end after the
+ * deadline of a side that waits for it?  Each side waits from its post
+ * time; one posted after its own deadline expires at its post time.  The
+ * side whose expiry comes first times out (the message stays queued) and
+ * the function returns 1. */
+static int deadline_passed(mock_run *run, mock_msg *m, mock_rank *rr) {
+  mock_rank *sr = &run->ranks[m->src];
+  double end;
+  if (m->eager) end = max_d(rr->rpost_t, m->end);
+  else end = max_d(m->post, rr->rpost_t) + run->cfg.alpha + (double)m->len * run->cfg.beta;
+  double tr = end > rr->deadline && end > rr->rpost_t ? max_d(rr->deadline, rr->rpost_t) : INFINITY;
+  double ts = !m->eager && end > sr->deadline && end > m->post ? max_d(sr->deadline, m->post)
+                                                               : INFINITY;
+  if (tr == INFINITY && ts == INFINITY) return 0;
+  if (tr <= ts) time_out(run, rr, tr, sr->id);
+  else time_out(run, sr, ts, rr->id);
+  return 1;
+}
+
 /* Delivers m, the head of its queue, to the posted receive of rank rr.  A
  * tag or length that differs fails both sides with REDCOLL_EMISMATCH and
  * writes nothing. */
 static void deliver(mock_run *run, mock_msg *m, mock_rank *rr) {
   mock_rank *sr = &run->ranks[m->src];
+  if (m->tag == rr->rtag && m->len == rr->rlen && deadline_passed(run, m, rr)) return;
   pair_remove(run, m);
   if (m->tag != rr->rtag || m->len != rr->rlen) {
+    /* Both views: the receiver's expectation and what the sender sent.
+     * The high 24 bits of a core tag are the collective's number. */
+    uint64_t rs = rr->rtag >> 40, ss = m->tag >> 40;
+    const char *why = m->tag == rr->rtag ? "same tag, different length"
+                      : rs != ss ? "the ranks are at different collective numbers"
+                                 : "same collective number, different collective, count,"
+                                   " dtype, op or root";
     report_add(run,
                "rank %d: recv from %d tag 0x%016" PRIx64 " %zu bytes, but the next message has"
-               " tag 0x%016" PRIx64 " %zu bytes",
-               rr->id, m->src, rr->rtag, rr->rlen, m->tag, m->len);
+               " tag 0x%016" PRIx64 " %zu bytes (rank %d expects collective #%" PRIu64
+               ", rank %d sent #%" PRIu64 ": %s)",
+               rr->id, m->src, rr->rtag, rr->rlen, m->tag, m->len, rr->id, rs, m->src, ss, why);
     if (m->eager) free(m);
     else half_done(run, sr, 1, REDCOLL_EMISMATCH, 0, 0);
     half_done(run, rr, 0, REDCOLL_EMISMATCH, 0, 0);
@@ -546,10 +661,27 @@ static int mock_call(mock_rank *r, int has_send, int dst, uint64_t stag, const v
     rc = REDCOLL_ETRANSPORT;
     goto out;
   }
-  if (r->id == run->cfg.fail_rank && r->ncalls++ == run->cfg.fail_after) {
+  uint64_t n = r->ncalls++;
+  r->st.calls = r->ncalls;
+  if (r->id == run->cfg.fail_rank && n == run->cfg.fail_after) {
     kill_rank(run, r);
     rc = REDCOLL_ETRANSPORT;
     goto out;
+  }
+  /* A new tag is a new collective: its deadline starts now. */
+  uint64_t tag = has_send ? stag : rtag;
+  uint64_t tmo = r->comm != NULL ? r->comm->timeout_ms : 0;
+  if (tmo == 0) {
+    r->deadline = INFINITY;
+    r->have_ctag = 0;
+  } else if (!r->have_ctag || tag != r->ctag) {
+    r->ctag = tag;
+    r->have_ctag = 1;
+    r->deadline = r->clock + (double)tmo;
+  }
+  if (r->id == run->cfg.stall_rank && n == run->cfg.stall_after) {
+    report_add(run, "rank %d: stalled for %.17g at call %" PRIu64, r->id, run->cfg.stall_time, n);
+    r->clock += run->cfg.stall_time;
   }
   r->err = REDCOLL_OK;
   r->pend = 0;
@@ -619,10 +751,15 @@ static void *rank_thread(void *p) {
   mock_run *run = r->run;
   redcoll_comm *comm = NULL;
   int status = redcoll_comm_create(&mock_ops, r, r->id, run->p, &comm);
-  if (status == REDCOLL_OK) status = run->fn(comm, run->arg);
+  if (status == REDCOLL_OK) {
+    r->comm = comm;
+    comm->timeout_ok = 1; /* mock_call reads comm->timeout_ms */
+    status = run->fn(comm, run->arg);
+  }
   r->st.time = r->clock;
   r->st.rounds = r->rclock;
   r->st.status = status;
+  r->comm = NULL;
   redcoll_comm_destroy(comm);
   r->state = ST_DONE;
   schedule_next(run); /* the last thing this thread does with the run */
@@ -650,6 +787,7 @@ REDCOLL_API void redcoll_mock_config_init(redcoll_mock_config *cfg) {
   cfg->seed = 1;
   cfg->eager_limit = 0;
   cfg->fail_rank = -1;
+  cfg->stall_rank = -1;
 }
 
 REDCOLL_API int redcoll_mock_run(int p, const redcoll_mock_config *cfg, redcoll_rank_main fn,
@@ -679,6 +817,7 @@ REDCOLL_API int redcoll_mock_run(int p, const redcoll_mock_config *cfg, redcoll_
     r->run = run;
     r->id = nsem;
     r->rv.eager = 1;
+    r->deadline = INFINITY;
     if (sem_init(&r->baton, 0, 0) != 0) goto free_sems;
   }
 
