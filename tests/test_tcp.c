@@ -411,6 +411,64 @@ static int rank_colls(redcoll_comm *c, void *arg) {
     CHECK_MSG(memcmp(mout, mwant, n * 16) == 0, "p %d algo %s noncomm", p, redcoll_algo_name(a));
   }
   redcoll_comm_set_algorithm(c, REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_AUTO);
+  /* Reduce with every algorithm, to the first and the last rank, and the
+   * other collectives with every algorithm they have. */
+  for (int a = 1; a < REDCOLL_ALGO_COUNT; a++) {
+    if (!redcoll_algo_supported(REDCOLL_COLL_REDUCE, (redcoll_algo)a)) continue;
+    CHECK_INT(redcoll_comm_set_algorithm(c, REDCOLL_COLL_REDUCE, (redcoll_algo)a), REDCOLL_OK);
+    for (size_t k = 1; k < 4; k++) {
+      size_t n = counts[k];
+      for (int root = 0; root < p; root += p > 1 ? p - 1 : 1) {
+        for (size_t i = 0; i < n; i++) in[i] = val(me, i);
+        memset(out, 0, n * sizeof *out);
+        rc = redcoll_reduce(c, in, out, n, REDCOLL_INT64, REDCOLL_SUM, root);
+        CHECK_MSG(rc == REDCOLL_OK, "p %d reduce %s count %zu root %d: %s", p,
+                  redcoll_algo_name(a), n, root, redcoll_status_name(rc));
+        if (rc != REDCOLL_OK) goto out;
+        size_t wrong = 0;
+        for (size_t i = 0; me == root && i < n; i++) {
+          int64_t w = 0;
+          for (int q = 0; q < p; q++) w += val(q, i);
+          wrong += out[i] != w;
+        }
+        CHECK_MSG(wrong == 0, "p %d reduce %s count %zu root %d", p, redcoll_algo_name(a), n,
+                  root);
+      }
+    }
+  }
+  redcoll_comm_set_algorithm(c, REDCOLL_COLL_REDUCE, REDCOLL_ALGO_AUTO);
+  static const redcoll_coll others[] = {REDCOLL_COLL_REDUCE_SCATTER_BLOCK, REDCOLL_COLL_ALLGATHER,
+                                        REDCOLL_COLL_BCAST};
+  for (size_t k = 0; k < sizeof others / sizeof others[0]; k++) {
+    redcoll_coll coll = others[k];
+    for (int a = 1; a < REDCOLL_ALGO_COUNT; a++) {
+      if (!redcoll_algo_supported(coll, (redcoll_algo)a)) continue;
+      CHECK_INT(redcoll_comm_set_algorithm(c, coll, (redcoll_algo)a), REDCOLL_OK);
+      size_t n = 333, wrong = 0;
+      if (coll == REDCOLL_COLL_REDUCE_SCATTER_BLOCK) {
+        for (size_t i = 0; i < n * (size_t)p; i++) in[i] = val(me, i);
+        rc = redcoll_reduce_scatter_block(c, in, out, n, REDCOLL_INT64, REDCOLL_SUM);
+        for (size_t i = 0; rc == REDCOLL_OK && i < n; i++) {
+          int64_t w = 0;
+          for (int q = 0; q < p; q++) w += val(q, (size_t)me * n + i);
+          wrong += out[i] != w;
+        }
+      } else if (coll == REDCOLL_COLL_ALLGATHER) {
+        for (size_t i = 0; i < n; i++) in[i] = val(me, i);
+        rc = redcoll_allgather(c, in, out, n, REDCOLL_INT64);
+        for (int q = 0; rc == REDCOLL_OK && q < p; q++)
+          for (size_t i = 0; i < n; i++) wrong += out[(size_t)q * n + i] != val(q, i);
+      } else {
+        for (size_t i = 0; i < n; i++) out[i] = me == p - 1 ? val(77, i) : 0;
+        rc = redcoll_bcast(c, out, n, REDCOLL_INT64, p - 1);
+        for (size_t i = 0; rc == REDCOLL_OK && i < n; i++) wrong += out[i] != val(77, i);
+      }
+      CHECK_MSG(rc == REDCOLL_OK && wrong == 0, "p %d %s %s: %s, %zu wrong", p,
+                redcoll_coll_name(coll), redcoll_algo_name(a), redcoll_status_name(rc), wrong);
+      if (rc != REDCOLL_OK) goto out;
+    }
+    redcoll_comm_set_algorithm(c, coll, REDCOLL_ALGO_AUTO);
+  }
   /* The other collectives with the automatic choice. */
   size_t n = 1001;
   int root = p - 1;

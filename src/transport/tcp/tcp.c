@@ -311,6 +311,12 @@ static void frame_arrived(redcoll__tcp_conn *c, const redcoll__tcp_frame *f) {
     if (c->out || c->peer < 0) return conn_proto(c, "DATA on a wrong connection");
     c->have_frame = 1;
     c->fr = *f;
+    /* Once broken (an ABORT may have come just before this frame in the
+     * same read), nothing more is delivered. */
+    if (t->fatal != REDCOLL_OK) {
+      conn_read_stop(c);
+      return;
+    }
     try_match(t, c->peer);
     return;
   default:
@@ -693,6 +699,8 @@ static void tcp_abort(void *impl, int status) {
   }
   uint64_t ms = t->timeout_ms < 1000 ? t->timeout_ms : 1000;
   run_bounded(t, ctl_busy, ms);
+  /* This rank has given up: its own later calls fail as well. */
+  if (t->fatal == REDCOLL_OK) t->fatal = REDCOLL_EABORTED;
 }
 
 static void close_all(redcoll__tcp *t) {

@@ -1,0 +1,450 @@
+/*
+ * redcoll-bench: times a collective on a real transport.
+ *
+ *   redcoll-bench [--transport threads|tcp] [--np P] [--coll allreduce] [--algo auto|NAME|all]
+ *                 [--sizes 8:16M] [--factor 8] [--iters 20] [--warmup 3] [--dtype f32]
+ *                 [--no-header]
+ *
+ * With --transport threads (the default outside a launcher) the P ranks are
+ * threads of this process.  Under redcoll-run, or any launcher that sets
+ * REDCOLL_RANK/REDCOLL_SIZE (or SLURM_*, OMPI_*, PMI_*), the ranks are the
+ * launched processes and talk TCP (the default there).
+ *
+ * For every size (bytes, from A to B multiplying by --factor) and every
+ * algorithm, each rank runs the warm-up iterations and then the timed ones,
+ * every iteration preceded by a barrier; an iteration's time is the slowest
+ * rank's.  The result of the very first call is checked on every rank
+ * against the exact expected value; a wrong result stops the run with exit
+ * status 1.  Rank 0 prints one CSV line per (size, algorithm):
+ *
+ *   impl,coll,p,bytes,median_us,p99_us,algbw_GBps,busbw_GBps,algo
+ *
+ * bytes is the size of the whole vector (as in nccl-tests): count elements
+ * for allreduce, reduce and bcast, p blocks of count/p for
+ * reduce_scatter_block and allgather.  algbw = bytes / median time; busbw
+ * scales it by what each rank must move at least: 2(p-1)/p for allreduce,
+ * (p-1)/p for reduce_scatter_block and allgather, 1 for reduce and bcast.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <redcoll/redcoll.h>
+#include <redcoll/threads.h>
+#ifdef REDCOLL_BENCH_TCP
+#include <redcoll/tcp.h>
+#endif
+
+typedef struct bench_opts {
+  int tcp;
+  int np;
+  redcoll_coll coll;
+  int all_algos;
+  redcoll_algo algo;
+  size_t min_bytes, max_bytes;
+  size_t factor;
+  int iters, warmup;
+  redcoll_dtype dt;
+  int header;
+} bench_opts;
+
+/* Set by the ranks: 1 if any result was wrong or a call failed. */
+typedef struct bench_state {
+  const bench_opts *o;
+  int failed;
+} bench_state;
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: redcoll-bench [--transport threads|tcp] [--np P] [--coll COLL]\n"
+          "                     [--algo auto|NAME|all] [--sizes MIN:MAX] [--factor F]\n"
+          "                     [--iters N] [--warmup N] [--dtype f32|f64|i32|i64] [--no-header]\n"
+          "  COLL: allreduce (default), reduce, reduce_scatter_block, allgather, bcast\n"
+          "  sizes in bytes with an optional K, M or G suffix; default 8:16M, factor 8\n"
+          "  under redcoll-run (REDCOLL_RANK set) the transport is tcp, else threads\n");
+}
+
+static int parse_size(const char *s, size_t *out) {
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (end == s || errno != 0) return -1;
+  unsigned long long mul = 1;
+  if (*end == 'k' || *end == 'K') mul = 1ull << 10;
+  else if (*end == 'm' || *end == 'M') mul = 1ull << 20;
+  else if (*end == 'g' || *end == 'G') mul = 1ull << 30;
+  if (mul != 1) end++;
+  if (*end == 'B' || *end == 'b') end++;
+  if (*end != '\0' || v > SIZE_MAX / mul) return -1;
+  *out = (size_t)(v * mul);
+  return 0;
+}
+
+static int parse_int(const char *s, int lo, int hi, int *out) {
+  char *end;
+  long v = strtol(s, &end, 10);
+  if (end == s || *end != '\0' || v < lo || v > hi) return -1;
+  *out = (int)v;
+  return 0;
+}
+
+static int launched(void) {
+  static const char *vars[] = {"REDCOLL_RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"};
+  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+    if (getenv(vars[i]) != NULL) return 1;
+  return 0;
+}
+
+/* ---- values and the expected results -------------------------------------- */
+
+/* Small integers, so that every sum is exact in every dtype. */
+static int64_t val(int rank, size_t i) { return (int64_t)(rank + 1) + (int64_t)(i % 13); }
+
+static void put(void *buf, redcoll_dtype dt, size_t i, int64_t v) {
+  switch (dt) {
+  case REDCOLL_FLOAT32: ((float *)buf)[i] = (float)v; break;
+  case REDCOLL_FLOAT64: ((double *)buf)[i] = (double)v; break;
+  case REDCOLL_INT32: ((int32_t *)buf)[i] = (int32_t)v; break;
+  default: ((int64_t *)buf)[i] = v; break;
+  }
+}
+
+static int64_t get(const void *buf, redcoll_dtype dt, size_t i) {
+  switch (dt) {
+  case REDCOLL_FLOAT32: return (int64_t)((const float *)buf)[i];
+  case REDCOLL_FLOAT64: return (int64_t)((const double *)buf)[i];
+  case REDCOLL_INT32: return ((const int32_t *)buf)[i];
+  default: return ((const int64_t *)buf)[i];
+  }
+}
+
+/* sum_r val(r, i) for r in 0..p-1 */
+static int64_t sum_val(int p, size_t i) {
+  return (int64_t)p * (p + 1) / 2 + (int64_t)p * (int64_t)(i % 13);
+}
+
+/* Elements per rank's call for a size in bytes: count for the vector
+ * collectives, the per-rank block for the blocked ones. */
+static size_t count_for(const bench_opts *o, int p, size_t bytes) {
+  size_t n = bytes / redcoll_dtype_size(o->dt);
+  if (o->coll == REDCOLL_COLL_REDUCE_SCATTER_BLOCK || o->coll == REDCOLL_COLL_ALLGATHER)
+    n /= (size_t)p;
+  return n;
+}
+
+static size_t total_elems(const bench_opts *o, int p, size_t count) {
+  if (o->coll == REDCOLL_COLL_REDUCE_SCATTER_BLOCK || o->coll == REDCOLL_COLL_ALLGATHER)
+    return count * (size_t)p;
+  return count;
+}
+
+static double bus_factor(redcoll_coll coll, int p) {
+  switch (coll) {
+  case REDCOLL_COLL_ALLREDUCE: return 2.0 * (p - 1) / p;
+  case REDCOLL_COLL_REDUCE_SCATTER_BLOCK:
+  case REDCOLL_COLL_ALLGATHER: return (double)(p - 1) / p;
+  default: return 1.0;
+  }
+}
+
+/* ---- one rank ------------------------------------------------------------------- */
+
+typedef struct bufs {
+  void *send, *recv;
+} bufs;
+
+/* Fills the inputs of this rank for a call of count elements. */
+static void fill_inputs(const bench_opts *o, int me, int p, size_t count, bufs *b) {
+  switch (o->coll) {
+  case REDCOLL_COLL_REDUCE_SCATTER_BLOCK:
+    for (size_t i = 0; i < count * (size_t)p; i++) put(b->send, o->dt, i, val(me, i));
+    break;
+  case REDCOLL_COLL_BCAST:
+    for (size_t i = 0; i < count; i++) put(b->recv, o->dt, i, me == 0 ? val(0, i) : -1);
+    break;
+  default:
+    for (size_t i = 0; i < count; i++) put(b->send, o->dt, i, val(me, i));
+    break;
+  }
+}
+
+static int run_coll(redcoll_comm *c, const bench_opts *o, size_t count, bufs *b) {
+  switch (o->coll) {
+  case REDCOLL_COLL_ALLREDUCE:
+    return redcoll_allreduce(c, b->send, b->recv, count, o->dt, REDCOLL_SUM);
+  case REDCOLL_COLL_REDUCE:
+    return redcoll_reduce(c, b->send, b->recv, count, o->dt, REDCOLL_SUM, 0);
+  case REDCOLL_COLL_REDUCE_SCATTER_BLOCK:
+    return redcoll_reduce_scatter_block(c, b->send, b->recv, count, o->dt, REDCOLL_SUM);
+  case REDCOLL_COLL_ALLGATHER:
+    return redcoll_allgather(c, b->send, b->recv, count, o->dt);
+  case REDCOLL_COLL_BCAST:
+    return redcoll_bcast(c, b->recv, count, o->dt, 0);
+  default:
+    return REDCOLL_ENOTSUP;
+  }
+}
+
+/* Number of wrong elements of this rank's result. */
+static size_t check(const bench_opts *o, int me, int p, size_t count, const bufs *b) {
+  size_t bad = 0;
+  switch (o->coll) {
+  case REDCOLL_COLL_ALLREDUCE:
+    for (size_t i = 0; i < count; i++) bad += get(b->recv, o->dt, i) != sum_val(p, i);
+    break;
+  case REDCOLL_COLL_REDUCE:
+    if (me == 0)
+      for (size_t i = 0; i < count; i++) bad += get(b->recv, o->dt, i) != sum_val(p, i);
+    break;
+  case REDCOLL_COLL_REDUCE_SCATTER_BLOCK:
+    for (size_t i = 0; i < count; i++)
+      bad += get(b->recv, o->dt, i) != sum_val(p, (size_t)me * count + i);
+    break;
+  case REDCOLL_COLL_ALLGATHER:
+    for (int q = 0; q < p; q++)
+      for (size_t i = 0; i < count; i++)
+        bad += get(b->recv, o->dt, (size_t)q * count + i) != val(q, i);
+    break;
+  case REDCOLL_COLL_BCAST:
+    for (size_t i = 0; i < count; i++) bad += get(b->recv, o->dt, i) != val(0, i);
+    break;
+  default:
+    break;
+  }
+  return bad;
+}
+
+static int cmp_double(const void *x, const void *y) {
+  double a = *(const double *)x, b = *(const double *)y;
+  return a < b ? -1 : a > b;
+}
+
+/* The q-quantile (0..1) of n sorted values, nearest rank. */
+static double quantile(const double *v, int n, double q) {
+  int k = (int)ceil(q * n) - 1;
+  if (k < 0) k = 0;
+  if (k >= n) k = n - 1;
+  return v[k];
+}
+
+/* Runs one (size, algorithm) point on this rank.  Returns a status; a wrong
+ * result is reported and counted in st->failed (every rank agrees on it
+ * through an allreduce). */
+static int bench_point(redcoll_comm *c, bench_state *st, redcoll_algo algo, size_t bytes,
+                       bufs *b, double *times, double *all) {
+  const bench_opts *o = st->o;
+  int me = redcoll_comm_rank(c), p = redcoll_comm_size(c);
+  size_t count = count_for(o, p, bytes);
+  int rc = redcoll_comm_set_algorithm(c, o->coll, algo);
+  if (rc != REDCOLL_OK) return rc;
+  fill_inputs(o, me, p, count, b);
+  int n = o->warmup + o->iters;
+  for (int it = 0; it < n; it++) {
+    rc = redcoll_barrier(c);
+    if (rc != REDCOLL_OK) return rc;
+    double t0 = now_s();
+    rc = run_coll(c, o, count, b);
+    double t = now_s() - t0;
+    if (rc != REDCOLL_OK) return rc;
+    if (it == 0) {
+      /* The first call's result, checked everywhere; all ranks learn the
+       * verdict so that they stop together. */
+      int64_t bad = (int64_t)check(o, me, p, count, b), anybad = 0;
+      if (bad)
+        fprintf(stderr, "redcoll-bench: rank %d: %s %s p %d %zu bytes: %lld wrong elements\n", me,
+                redcoll_coll_name(o->coll), redcoll_algo_name(redcoll_comm_last_algorithm(c)), p,
+                bytes, (long long)bad);
+      rc = redcoll_allreduce(c, &bad, &anybad, 1, REDCOLL_INT64, REDCOLL_SUM);
+      if (rc != REDCOLL_OK) return rc;
+      if (anybad) {
+        st->failed = 1;
+        return REDCOLL_OK;
+      }
+      fill_inputs(o, me, p, count, b); /* bcast overwrote its input */
+    }
+    if (it >= o->warmup) times[it - o->warmup] = t;
+  }
+  redcoll_algo ran = redcoll_comm_last_algorithm(c);
+  /* An iteration lasts as long as its slowest rank. */
+  rc = redcoll_allreduce(c, times, all, (size_t)o->iters, REDCOLL_FLOAT64, REDCOLL_MAX);
+  if (rc != REDCOLL_OK) return rc;
+  if (me == 0) {
+    qsort(all, (size_t)o->iters, sizeof *all, cmp_double);
+    double med = o->iters % 2 ? all[o->iters / 2] : (all[o->iters / 2 - 1] + all[o->iters / 2]) / 2;
+    double p99 = quantile(all, o->iters, 0.99);
+    size_t real = total_elems(o, p, count) * redcoll_dtype_size(o->dt);
+    double algbw = med > 0 ? (double)real / med * 1e-9 : 0;
+    printf("redcoll,%s,%d,%zu,%.2f,%.2f,%.4f,%.4f,%s\n", redcoll_coll_name(o->coll), p, real,
+           med * 1e6, p99 * 1e6, algbw, algbw * bus_factor(o->coll, p),
+           redcoll_algo_name(count == 0 || p == 1 ? algo : ran));
+    fflush(stdout);
+  }
+  return REDCOLL_OK;
+}
+
+static int rank_main(redcoll_comm *c, void *arg) {
+  bench_state *st = arg;
+  const bench_opts *o = st->o;
+  int me = redcoll_comm_rank(c), p = redcoll_comm_size(c);
+  size_t es = redcoll_dtype_size(o->dt);
+  size_t maxcount = count_for(o, p, o->max_bytes);
+  size_t elems = total_elems(o, p, maxcount) + 1;
+  bufs b = {malloc(elems * es), malloc(elems * es)};
+  double *times = malloc((size_t)o->iters * sizeof *times);
+  double *all = malloc((size_t)o->iters * sizeof *all);
+  int rc = REDCOLL_OK;
+  if (b.send == NULL || b.recv == NULL || times == NULL || all == NULL) {
+    rc = REDCOLL_ENOMEM;
+    goto out;
+  }
+  /* Touch every page now, not in the first timed call. */
+  memset(b.send, 1, elems * es);
+  memset(b.recv, 1, elems * es);
+  if (me == 0 && o->header) {
+    printf("impl,coll,p,bytes,median_us,p99_us,algbw_GBps,busbw_GBps,algo\n");
+    fflush(stdout);
+  }
+  for (size_t bytes = o->min_bytes;; bytes *= o->factor) {
+    for (int a = o->all_algos ? 1 : (int)o->algo; a < REDCOLL_ALGO_COUNT; a++) {
+      if (!redcoll_algo_supported(o->coll, (redcoll_algo)a)) continue;
+      rc = bench_point(c, st, (redcoll_algo)a, bytes, &b, times, all);
+      if (rc == REDCOLL_ENOTSUP && o->all_algos && redcoll_comm_error(c) == REDCOLL_OK) {
+        rc = REDCOLL_OK; /* this algorithm does not apply here */
+        continue;
+      }
+      if (rc != REDCOLL_OK || st->failed) {
+        if (rc != REDCOLL_OK && me == 0)
+          fprintf(stderr, "redcoll-bench: %s %s p %d %zu bytes: %s\n", redcoll_coll_name(o->coll),
+                  redcoll_algo_name((redcoll_algo)a), p, bytes, redcoll_strerror(rc));
+        goto out;
+      }
+      if (!o->all_algos) break;
+    }
+    if (bytes > o->max_bytes / o->factor || bytes == 0) break;
+  }
+out:
+  free(b.send);
+  free(b.recv);
+  free(times);
+  free(all);
+  if (rc == REDCOLL_OK && st->failed) rc = REDCOLL_EPROTO;
+  return rc;
+}
+
+int main(int argc, char **argv) {
+  bench_opts o = {.tcp = launched(),
+                  .np = 4,
+                  .coll = REDCOLL_COLL_ALLREDUCE,
+                  .algo = REDCOLL_ALGO_AUTO,
+                  .min_bytes = 8,
+                  .max_bytes = (size_t)16 << 20,
+                  .factor = 8,
+                  .iters = 20,
+                  .warmup = 3,
+                  .dt = REDCOLL_FLOAT32,
+                  .header = 1};
+  int np_given = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    int bad = 0;
+    if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+      usage(stdout);
+      return 0;
+    } else if (strcmp(a, "--no-header") == 0) {
+      o.header = 0;
+      continue;
+    } else if (v == NULL) {
+      bad = 1;
+    } else if (strcmp(a, "--transport") == 0) {
+      if (strcmp(v, "tcp") == 0) o.tcp = 1;
+      else if (strcmp(v, "threads") == 0) o.tcp = 0;
+      else bad = 1;
+    } else if (strcmp(a, "--np") == 0 || strcmp(a, "-n") == 0) {
+      bad = parse_int(v, 1, 4096, &o.np) != 0;
+      np_given = 1;
+    } else if (strcmp(a, "--coll") == 0) {
+      bad = redcoll_coll_parse(v, &o.coll) != REDCOLL_OK;
+      if (!bad && o.coll != REDCOLL_COLL_ALLREDUCE && o.coll != REDCOLL_COLL_REDUCE &&
+          o.coll != REDCOLL_COLL_REDUCE_SCATTER_BLOCK && o.coll != REDCOLL_COLL_ALLGATHER &&
+          o.coll != REDCOLL_COLL_BCAST)
+        bad = 1;
+    } else if (strcmp(a, "--algo") == 0) {
+      if (strcmp(v, "all") == 0) o.all_algos = 1;
+      else bad = redcoll_algo_parse(v, &o.algo) != REDCOLL_OK;
+    } else if (strcmp(a, "--sizes") == 0) {
+      char lo[64];
+      const char *colon = strchr(v, ':');
+      size_t n = colon ? (size_t)(colon - v) : strlen(v);
+      if (n >= sizeof lo) {
+        bad = 1;
+      } else {
+        memcpy(lo, v, n);
+        lo[n] = '\0';
+        bad = parse_size(lo, &o.min_bytes) != 0 ||
+              parse_size(colon ? colon + 1 : lo, &o.max_bytes) != 0 || o.min_bytes > o.max_bytes;
+      }
+    } else if (strcmp(a, "--factor") == 0) {
+      int f;
+      bad = parse_int(v, 2, 1 << 20, &f) != 0;
+      o.factor = (size_t)f;
+    } else if (strcmp(a, "--iters") == 0) {
+      bad = parse_int(v, 1, 1 << 24, &o.iters) != 0;
+    } else if (strcmp(a, "--warmup") == 0) {
+      bad = parse_int(v, 0, 1 << 24, &o.warmup) != 0;
+    } else if (strcmp(a, "--dtype") == 0) {
+      if (strcmp(v, "f32") == 0) o.dt = REDCOLL_FLOAT32;
+      else if (strcmp(v, "f64") == 0) o.dt = REDCOLL_FLOAT64;
+      else if (strcmp(v, "i32") == 0) o.dt = REDCOLL_INT32;
+      else if (strcmp(v, "i64") == 0) o.dt = REDCOLL_INT64;
+      else bad = 1;
+    } else {
+      bad = 1;
+    }
+    if (bad) {
+      fprintf(stderr, "redcoll-bench: bad option %s%s%s\n", a, v ? " " : "", v ? v : "");
+      usage(stderr);
+      return 2;
+    }
+    i++;
+  }
+  bench_state st = {&o, 0};
+  int rc;
+  if (o.tcp) {
+#ifndef REDCOLL_BENCH_TCP
+    fprintf(stderr, "redcoll-bench: built without the TCP transport (libuv was not found)\n");
+    return 2;
+#else
+    if (np_given)
+      fprintf(stderr, "redcoll-bench: --np is for threads; with tcp the launcher sets the size\n");
+    redcoll_comm *c = NULL;
+    rc = redcoll_tcp_comm_create_from_env(&c);
+    if (rc != REDCOLL_OK) {
+      fprintf(stderr,
+              "redcoll-bench: cannot join the TCP job (%s); start it with redcoll-run -n P "
+              "redcoll-bench ..., or use --transport threads\n",
+              redcoll_strerror(rc));
+      return 2;
+    }
+    rc = rank_main(c, &st);
+    redcoll_comm_destroy(c);
+#endif
+  } else {
+    rc = redcoll_threads_run(o.np, rank_main, &st);
+  }
+  if (st.failed) return 1;
+  if (rc != REDCOLL_OK) {
+    fprintf(stderr, "redcoll-bench: %s\n", redcoll_strerror(rc));
+    return 1;
+  }
+  return 0;
+}
