@@ -479,7 +479,12 @@ static void test_sequence_mismatch(void) {
     int rcs[4] = {0};
     char rep[2048];
     redcoll_mock_config cfg = cfg_seeded(seed, rep, sizeof rep);
+    capture cap;
+    capture_start(&cap);
     int rc = redcoll_mock_run(4, &cfg, prog_skip, rcs, NULL);
+    char *log = capture_end(&cap);
+    CHECK_MSG(log != NULL && strstr(log, "REDCOLL_EMISMATCH") != NULL, "log %s", log ? log : "");
+    free(log);
     CHECK_MSG(rc == REDCOLL_EMISMATCH || rc == REDCOLL_EABORTED, "%s\n%s", redcoll_status_name(rc),
               rep);
     int mism = 0;
@@ -551,7 +556,14 @@ static void test_timeout(void) {
     x.absent = -1;
     x.count = 1000;
     x.timeout = 100;
+    capture cap;
+    capture_start(&cap);
     int rc = redcoll_mock_run(P, &cfg, prog_timeout, &x, st);
+    char *log = capture_end(&cap);
+    CHECK_MSG(log != NULL && strstr(log, "REDCOLL_ETIMEDOUT") != NULL &&
+                  strstr(log, " rank ") != NULL,
+              "log %s", log ? log : "(none)");
+    free(log);
     CHECK_MSG(rc == REDCOLL_ETIMEDOUT || rc == REDCOLL_EABORTED, "%s", redcoll_status_name(rc));
     int to = 0;
     for (int r = 0; r < P; r++) {
@@ -616,7 +628,10 @@ static void test_timeout(void) {
     x.absent = k;
     x.count = 64;
     x.timeout = 500;
+    capture cap;
+    capture_start(&cap);
     int rc = redcoll_mock_run(P, &cfg, prog_timeout, &x, st);
+    free(capture_end(&cap));
     CHECK_MSG(rc == REDCOLL_ETIMEDOUT || rc == REDCOLL_EABORTED, "k=%d: %s\n%s", k,
               redcoll_status_name(rc), rep);
     int to = 0;
