@@ -48,10 +48,13 @@ static int run(redcoll__call *call) {
   if (noncomm && (e->flags & REDCOLL__NEEDS_COMMUTATIVE)) return REDCOLL_ENOTSUP;
   c->last_algo = a;
   c->tag = redcoll__make_tag(c->seq++, call->coll, call->count, call->dtype, call->op, call->root);
+  c->cur = call; /* so that failure reports can show the whole call */
   int rc = e->fn(call);
   /* Any failure inside the algorithm (ENOMEM for scratch included) breaks
    * the communicator and aborts the peers; transport errors already did. */
-  return rc == REDCOLL_OK ? rc : redcoll__fail(c, rc);
+  if (rc != REDCOLL_OK) rc = redcoll__fail(c, rc);
+  c->cur = NULL;
+  return rc;
 }
 
 static void init_call(redcoll__call *call, redcoll_comm *c, redcoll_coll coll) {
