@@ -23,8 +23,8 @@
  * first, sends its blocks to the member with the root's digit.
  *
  * a' is the number of rings that gives the fewest rounds for m <= b, the
- * larger one on a tie: rings help where ceil(log2 p) is reached with fewer
- * rounds than the elimination's ceil(log2 p) + 1.
+ * larger one on a tie (a' = 0 is the plain elimination, so rings never add
+ * rounds).
  *
  * Cost, m <= b (no halving), E(x) = ceil(log2 x) + 1 for x > 1, E(1) = 0:
  *   (n + 2 a' + E(q')) (alpha + m beta), reduction (n + 2 a' + ~log2 q') m gamma.
@@ -41,7 +41,7 @@
  * Restrictions: none (any p, any root, non-commutative operators).  Factors
  * other than 2 and 3 are not rings: they go to the elimination stage (a ring
  * of 5 takes 4 rounds like the elimination of 5, a ring of 7 more).  So do
- * the factors 3 whose rings would not lower the round count (p = 15 runs as
+ * the factors 3 whose rings would add rounds (p = 15 runs as
  * the plain elimination, p = 45 as one ring, then elimination of 15).
  * Scratch: buffer 0 holds the received partials of a stage (at most two
  * pieces, 2 m) and the elimination's received pieces; buffer 1 is the work
