@@ -8,7 +8,9 @@
  * With --transport threads (the default outside a launcher) the P ranks are
  * threads of this process.  Under redcoll-run, or any launcher that sets
  * REDCOLL_RANK/REDCOLL_SIZE (or SLURM_*, OMPI_*, PMI_*), the ranks are the
- * launched processes and talk TCP (the default there).
+ * launched processes and talk TCP (the default there):
+ *
+ *   redcoll-run -n 7 --no-prefix redcoll-bench --sizes 8:16M > allreduce.csv
  *
  * For every size (bytes, from A to B multiplying by --factor) and every
  * algorithm, each rank runs the warm-up iterations and then the timed ones,

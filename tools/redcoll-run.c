@@ -1,5 +1,5 @@
 /*
- * redcoll-run -n P [--] PROGRAM ARGS...
+ * redcoll-run -n P [--no-prefix] [--] PROGRAM ARGS...
  *
  * Starts P local processes of PROGRAM with the TCP transport's environment
  * (REDCOLL_RANK, REDCOLL_SIZE, REDCOLL_MASTER on a free 127.0.0.1 port),
@@ -7,6 +7,8 @@
  * stderr), and as soon as one rank fails (non-zero exit or a signal) stops
  * the others (SIGTERM, then SIGKILL after two seconds) and exits with the
  * failing rank's status: its exit code, or 128 + the signal number.
+ * --no-prefix passes the lines through unchanged (for CSV that only rank 0
+ * prints, as redcoll-bench does).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -33,6 +35,7 @@ typedef struct stream {
 } stream;
 
 static volatile sig_atomic_t interrupted;
+static int no_prefix;
 
 static void on_signal(int sig) { interrupted = sig; }
 
@@ -43,7 +46,7 @@ static double now_s(void) {
 }
 
 static void usage(void) {
-  fprintf(stderr, "usage: redcoll-run -n P [--] PROGRAM [ARGS...]\n");
+  fprintf(stderr, "usage: redcoll-run -n P [--no-prefix] [--] PROGRAM [ARGS...]\n");
   exit(2);
 }
 
@@ -64,7 +67,7 @@ static void emit(stream *s, const char *p, size_t n, int newline) {
   char pre[32];
   int k = snprintf(pre, sizeof pre, "[%d] ", s->rank);
   int fd = s->out == 1 ? STDOUT_FILENO : STDERR_FILENO;
-  write_all(fd, pre, (size_t)k);
+  if (!no_prefix) write_all(fd, pre, (size_t)k);
   write_all(fd, p, n);
   if (newline) write_all(fd, "\n", 1);
 }
@@ -122,7 +125,9 @@ int main(int argc, char **argv) {
       i++;
       break;
     }
-    if (strcmp(argv[i], "-n") == 0 || strcmp(argv[i], "--np") == 0) {
+    if (strcmp(argv[i], "--no-prefix") == 0) {
+      no_prefix = 1;
+    } else if (strcmp(argv[i], "-n") == 0 || strcmp(argv[i], "--np") == 0) {
       if (i + 1 >= argc) usage();
       char *end;
       long v = strtol(argv[++i], &end, 10);
