@@ -423,6 +423,7 @@ int main(int argc, char **argv) {
   int rc;
   if (o.tcp) {
 #ifndef REDCOLL_BENCH_TCP
+    (void)np_given;
     fprintf(stderr, "redcoll-bench: built without the TCP transport (libuv was not found)\n");
     return 2;
 #else
