@@ -175,7 +175,9 @@ int main(int argc, char **argv) {
       setenv("REDCOLL_RANK", rank, 1);
       setenv("REDCOLL_SIZE", size, 1);
       setenv("REDCOLL_MASTER", master, 1);
-      _exit(run_rank());
+      int code = run_rank();
+      fflush(NULL); /* _exit does not flush stdio */
+      _exit(code);
     }
     if (pids[r] < 0) p = r; /* start no more; the ones started fail for want of peers */
   }
