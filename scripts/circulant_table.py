@@ -2,241 +2,24 @@
 """The circulant-graph collectives under the simulator (redcoll-sim).
 
 usage: scripts/circulant_table.py [--sim PATH] COMMAND [ARGS]
-  rounds [A-B]    allreduce, reduce, reduce_scatter_block, allgather (and
-                  circulant_rsag, bcast): rounds (alpha=1) == ceil(log2 p) and
-                  volumes (beta=1) against the formulas, p in A..B (default
-                  2-1024); reduce with every root for p <= 64, else roots 0,
-                  p/2, p-1.  Exits 1 on any difference.
-  ok [A-B]        sum and max, in place and not, for p in A..B (default 1-200),
-                  every circulant collective, plus irregular counts (zeros, one
-                  rank holding everything, mixed) for reduce_scatter and
-                  allgatherv.  Exits 1 if any run is not ok.
-  guidelines [--full] [--p A-B] [--budget BYTES]
-                  the performance guidelines (2), (4), (5), (6) of section
-                  IV-C with the cost model ALPHA, BETA, GAMMA below, p <= 256
-                  (a sample; --full: every p), m = 8 B .. 16 MiB in powers of
-                  8 as far as p * m <= budget (default 256 MiB: the simulator
-                  moves real bytes).  Guideline (3) needs a scatterv, which the
-                  simulator's checker does not run yet.
   table           Table I recomputed (markdown) for p = 11, 100, 1000.
   doc [FILE]      writes the table and the p = 11 graphs into FILE (default
                   docs/algorithms/circulant.md) between its "generated begin"
                   and "generated end" markers, and the graphs next to it
                   (circulant-p11-graph.{dot,svg}, circulant-p11-rounds.{dot,svg};
                   SVGs need graphviz).
+The sweeps of the must-shows (rounds, volumes, ok, the performance
+guidelines) are in scripts/circulant_sweep.py.
 Only the Python standard library is used.
 """
-import json
 import math
 import os
 import subprocess
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-SIM = os.environ.get('REDCOLL_SIM', os.path.join(HERE, '..', 'build', 'tools', 'redcoll-sim'))
-DOC = os.path.join(HERE, '..', 'docs', 'algorithms', 'circulant.md')
+import circulant_sweep
+from circulant_sweep import DOC, q_of, sim
 
-# A commodity cluster: 2 us start-up, 10 GB/s links, local reduction at
-# 5 GB/s (float sums stream two inputs and one output through memory).
-ALPHA, BETA, GAMMA = 2e-6, 1e-10, 2e-10
-
-
-def sim(args):
-    out = subprocess.run([SIM] + [str(a) for a in args], capture_output=True, text=True)
-    lines = [json.loads(l) for l in out.stdout.splitlines() if l.startswith('{')]
-    if not lines:
-        sys.exit('redcoll-sim failed: %s\n%s' % (' '.join(map(str, args)), out.stderr))
-    return lines
-
-
-def q_of(p):
-    return (p - 1).bit_length()
-
-
-def prange(s, default):
-    a, b = (s or default).split('-')
-    return int(a), int(b)
-
-
-def chunks(a, b, size=64):
-    while a <= b:
-        yield a, min(b, a + size - 1)
-        a += size
-
-
-# ---- rounds and volumes -----------------------------------------------------
-
-def cmd_rounds(rng):
-    a, b = prange(rng, '2-1024')
-    a = max(a, 2)
-    bad = 0
-    blk = 8  # one float64 per block; m = p * 8 bytes
-    for lo, hi in chunks(a, b):
-        for coll, algo, count, root in (
-                ('allreduce', 'circulant', None, '0'),
-                ('allreduce', 'circulant_rsag', None, '0'),
-                ('reduce_scatter_block', 'circulant', 1, '0'),
-                ('allgather', 'circulant', 1, '0'),
-                ('bcast', 'circulant', None, '0')):
-            # count for the whole-vector collectives: the vector of hi blocks
-            # would vary with p; take 8 elements (m = 64 bytes) instead.
-            c = count if count is not None else 8
-            for line in sim(['--coll', coll, '--algo', algo, '--p', '%d-%d' % (lo, hi),
-                             '--count', c, '--root', root, '--alpha', 0, '--beta', 1]):
-                p, q = line['p'], q_of(line['p'])
-                m = line['bytes'] * (p if count is not None else 1)
-                want_rounds = 2 * q if algo == 'circulant_rsag' else q
-                if coll == 'allreduce' and algo == 'circulant':
-                    want_vol = q * m
-                elif algo == 'circulant_rsag':
-                    want_vol = None  # balanced blocks of 8 elements: checked in the test
-                elif coll == 'reduce_scatter_block':
-                    want_vol = ((1 << q) - 1) * blk
-                elif coll == 'allgather':
-                    want_vol = (p - 1) * blk
-                else:
-                    want_vol = q * m  # bcast: the root sends in every round
-                vol = max(line['max_bytes_sent'], line['max_bytes_recv'])
-                if coll == 'bcast':
-                    vol = want_vol if vol <= want_vol else vol  # the root may have < q children
-                if (not line['ok'] or line['rounds'] != want_rounds or
-                        (want_vol is not None and (line['time'] != want_vol or vol != want_vol))):
-                    bad += 1
-                    print('DIFF %s/%s p=%d rounds %d (want %d) time %g vol %d (want %s) ok %s'
-                          % (coll, algo, p, line['rounds'], want_rounds, line['time'], vol,
-                             want_vol, line['ok']))
-        for p in range(lo, hi + 1):
-            roots = 'all' if p <= 64 else None
-            rlist = [roots] if roots else sorted({0, p // 2, p - 1})
-            for root in rlist:
-                for line in sim(['--coll', 'reduce', '--algo', 'circulant', '--p', p, '--count', 8,
-                                 '--root', root, '--alpha', 0, '--beta', 1]):
-                    q, m = q_of(p), line['bytes']
-                    if not line['ok'] or line['rounds'] != q or line['time'] != q * m \
-                            or line['max_bytes_recv'] != q * m:
-                        bad += 1
-                        print('DIFF reduce p=%d root=%d rounds %d time %g ok %s'
-                              % (p, line['root'], line['rounds'], line['time'], line['ok']))
-        print('p %d-%d done, %d differences so far' % (lo, hi, bad), flush=True)
-    print('rounds/volumes p=%d..%d: %d differences' % (a, b, bad))
-    return 1 if bad else 0
-
-
-# ---- correctness --------------------------------------------------------------
-
-def irregular_shapes(p):
-    yield [0 if r % 3 == 1 else r + 1 for r in range(p)]
-    yield [40 if r == p - 1 else 0 for r in range(p)]
-    yield [40 if r == 0 else 0 for r in range(p)]
-    yield [40 if r == p // 2 else (r * 7) % 3 for r in range(p)]
-
-
-def cmd_ok(rng):
-    a, b = prange(rng, '1-200')
-    bad = runs = 0
-    colls = [('allreduce', 'circulant', 13), ('allreduce', 'circulant_rsag', 29),
-             ('reduce', 'circulant', 13), ('reduce_scatter_block', 'circulant', 3),
-             ('reduce_scatter', 'circulant', 3), ('allgather', 'circulant', 3),
-             ('allgatherv', 'circulant', 3), ('bcast', 'circulant', 13)]
-    for lo, hi in chunks(a, b):
-        for coll, algo, count in colls:
-            for op in ('sum', 'max'):
-                for ip in ([], ['--in-place']):
-                    if coll == 'bcast' and (ip or op == 'max'):
-                        continue
-                    root = ['--root', 'all'] if coll == 'reduce' and hi <= 24 else \
-                        ['--root', '0'] if coll == 'reduce' else []
-                    for line in sim(['--coll', coll, '--algo', algo, '--p', '%d-%d' % (lo, hi),
-                                     '--count', count, '--op', op] + root + ip):
-                        runs += 1
-                        if not line['ok']:
-                            bad += 1
-                            print('NOT OK', json.dumps(line))
-        for p in range(max(lo, 2), hi + 1):
-            for counts in irregular_shapes(p):
-                for coll in ('reduce_scatter', 'allgatherv'):
-                    for op in ('sum', 'max'):
-                        for ip in ([], ['--in-place']):
-                            line = sim(['--coll', coll, '--algo', 'circulant', '--p', p,
-                                        '--count', 0, '--counts', ','.join(map(str, counts)),
-                                        '--op', op] + ip)[0]
-                            runs += 1
-                            if not line['ok'] or line['rounds'] != q_of(p):
-                                bad += 1
-                                print('NOT OK', json.dumps(line))
-        print('p %d-%d done: %d runs, %d not ok' % (lo, hi, runs, bad), flush=True)
-    print('ok p=%d..%d: %d runs, %d not ok' % (a, b, runs, bad))
-    return 1 if bad else 0
-
-
-# ---- performance guidelines -------------------------------------------------------
-
-def t(coll, algo, p, count, counts=None, root=0):
-    args = ['--coll', coll, '--algo', algo, '--p', p, '--count', count, '--dtype', 'u8',
-            '--root', root, '--alpha', ALPHA, '--beta', BETA, '--gamma', GAMMA]
-    if counts is not None:
-        args += ['--counts', ','.join(map(str, counts))]
-    line = sim(args)[0]
-    if not line['ok']:
-        sys.exit('not ok: ' + json.dumps(line))
-    return line['time']
-
-
-def cmd_guidelines(argv):
-    full = '--full' in argv
-    budget = 256 << 20
-    if '--budget' in argv:
-        budget = int(argv[argv.index('--budget') + 1])
-    ps = list(range(2, 257)) if full else \
-        list(range(2, 33)) + [37, 48, 63, 64, 65, 100, 127, 128, 129, 200, 255, 256]
-    if '--p' in argv:
-        a, b = prange(argv[argv.index('--p') + 1], '')
-        ps = list(range(a, b + 1))
-    sizes = [8 * 8 ** i for i in range(8)]  # 8 B .. 16 MiB
-    worst = {g: (0.0, None) for g in ('2', '4', '5', '6')}
-    viol = {g: 0 for g in worst}
-    cells = 0
-    for p in ps:
-        for m0 in sizes:
-            blk = max(1, m0 // p)
-            m = blk * p  # m bytes of uint8, divisible by p
-            if m * p > budget:
-                continue
-            cells += 1
-            ar_c = t('allreduce', 'circulant', p, m)
-            ar_r = t('allreduce', 'circulant_rsag', p, m)
-            ar = min(ar_c, ar_r)
-            rsb = t('reduce_scatter_block', 'circulant', p, blk)
-            agv = t('allgatherv', 'circulant', p, 0, [blk] * p)
-            red = t('reduce', 'circulant', p, m, root=p // 2)
-            one = [0] * p
-            one[p // 2] = m
-            rs1 = t('reduce_scatter', 'circulant', p, 0, one)
-            checks = {
-                '2': (rsb, ar),              # RS(m) <= AR(m)
-                '4': (ar, rsb + agv),        # AR(m) <= RS(m) + AGv(m)
-                '5': (red, ar),              # Reduce(m) <= AR(m)
-                '6': (red, rs1),             # Reduce(m, r) ~ RS(m) with all in block r
-            }
-            for g, (lhs, rhs) in checks.items():
-                ratio = lhs / rhs
-                if ratio > worst[g][0]:
-                    worst[g] = (ratio, (p, m))
-                if g != '6' and ratio > 1 + 1e-9:
-                    viol[g] += 1
-                    print('guideline (%s) violated: p=%d m=%d lhs %.3e rhs %.3e (x%.3f)'
-                          % (g, p, m, lhs, rhs, ratio))
-        print('p=%d done' % p, flush=True)
-    print('cost model alpha=%g s, beta=%g s/B, gamma=%g s/B; %d (p, m) cells'
-          % (ALPHA, BETA, GAMMA, cells))
-    for g in ('2', '4', '5', '6'):
-        r, at = worst[g]
-        print('guideline (%s): %d violations, largest lhs/rhs %.4f at (p, m) = %s'
-              % (g, viol[g], r, at))
-    return 1 if any(viol.values()) else 0
-
-
-# ---- Table I ------------------------------------------------------------------
 
 def coeffs(coll, algo, p, count, counts=None):
     """(alpha, beta, gamma) coefficients: rounds, bytes on the critical path
@@ -264,6 +47,9 @@ def table():
         blk = 4  # float64 elements per block
         m = blk * p * 8
         frac = ((1 << q) - 1) / p
+        # paper: Table I and the text of III-F/III-G (gather, scatter, bcast
+        # and the rsag reduce are not in Table I; their rows give the
+        # costs the text implies)
         cases = [
             ('allreduce (circulant)', 'allreduce', 'circulant', blk * p, q, q, 2 * q),
             ('reduce (circulant)', 'reduce', 'circulant', blk * p, q, q, q),
@@ -271,6 +57,11 @@ def table():
             ('allgather', 'allgather', 'circulant', blk, q, (p - 1) / p, 0.5),
             ('allreduce (circulant_rsag)', 'allreduce', 'circulant_rsag', blk * p, 2 * q,
              frac + (p - 1) / p, frac),
+            ('reduce (circulant_rsag)\*', 'reduce', 'circulant_rsag', blk * p, 2 * q,
+             frac + (p - 1) / p, frac),
+            ('gather\*', 'gather', 'circulant', blk, q, (p - 1) / p, 0),
+            ('scatter\*', 'scatter', 'circulant', blk, q, (p - 1) / p, 0),
+            ('bcast\*', 'bcast', 'circulant', blk * p, q, q, 0),
         ]
         for name, coll, algo, count, fa, fb, fg in cases:
             a, b, g = coeffs(coll, algo, p, count)
@@ -357,7 +148,10 @@ def cmd_doc(path):
         lines.append('- round %d: ' % k + ', '.join('%d->%d' % (s, d) for s, d, kk in edges if kk == k))
     lines += ['', 'Table I recomputed (coefficients of alpha, of beta * m and of gamma * m, '
               'm the whole vector in bytes; "sim" from three runs of redcoll-sim with one of '
-              'alpha, beta, gamma set to 1):', '', table()]
+              'alpha, beta, gamma set to 1):', '', table(),
+              '\\* not in the paper\'s Table I: the cost its text gives (III-F for gather '
+              'and scatter, III-G for the reduce-scatter-first reduce, the reversed reduce tree '
+              'for bcast, whose beta term is the root sending q times).']
     text = open(path).read()
     b, e = '<!-- generated begin -->', '<!-- generated end -->'
     i, j = text.index(b) + len(b), text.index(e)
@@ -368,20 +162,13 @@ def cmd_doc(path):
 
 
 def main(argv):
-    global SIM
     if len(argv) > 2 and argv[1] == '--sim':
-        SIM = argv[2]
+        circulant_sweep.SIM = argv[2]
         argv = argv[:1] + argv[3:]
     if len(argv) < 2:
         print(__doc__)
         return 2
     cmd, rest = argv[1], argv[2:]
-    if cmd == 'rounds':
-        return cmd_rounds(rest[0] if rest else None)
-    if cmd == 'ok':
-        return cmd_ok(rest[0] if rest else None)
-    if cmd == 'guidelines':
-        return cmd_guidelines(rest)
     if cmd == 'table':
         sys.stdout.write(table())
         return 0

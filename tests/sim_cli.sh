@@ -21,6 +21,14 @@ done
 cmp -s "$tmp/t1" "$tmp/t2" || die "traces of one seed differ"
 [ "$(wc -l <"$tmp/t1")" -eq 24 ] || die "linear allreduce on 13 ranks sends 24 messages, trace has $(wc -l <"$tmp/t1") lines"
 
+# gather and scatter through the public API, in place at the root and not
+for coll in gather scatter; do
+  "$sim" --coll $coll --algo circulant --p 2-64 --root 1 --count 5 >"$tmp/g" || die "$coll exit status $?"
+  "$sim" --coll $coll --algo circulant --p 2-64 --root 1 --count 5 --in-place >>"$tmp/g" || die "$coll in place"
+  "$sim" --coll $coll --algo linear --p 1-9 --root all --count 3 --in-place >>"$tmp/g" || die "$coll linear"
+  [ "$(grep -c '"ok":true' "$tmp/g")" -eq 171 ] || die "$coll: expected 171 ok lines, got $(grep -c '"ok":true' "$tmp/g")"
+done
+
 "$sim" --coll allreduce --algo nonexistent --p 4 --count 1 >/dev/null 2>&1
 [ $? -eq 2 ] || die "unknown algorithm must exit 2"
 "$sim" --coll reduce --algo binary_tree --p 5 --count 3 --root 9 >/dev/null 2>&1

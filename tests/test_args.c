@@ -155,6 +155,68 @@ static void collective_rules(void) {
   redcoll_comm_destroy(c);
 }
 
+/* Gather and scatter (rank 1 of 4; sbuf and rbuf hold 4 * N elements). */
+static void rooted_rules(void) {
+  redcoll_comm *c = make(1, 4);
+  void *in_place = (void *)REDCOLL_IN_PLACE; /* recvbuf of scatter is not const */
+  /* root out of range */
+  BAD(REDCOLL_EINVAL, redcoll_gather(c, sbuf, rbuf, N, REDCOLL_FLOAT64, 4));
+  BAD(REDCOLL_EINVAL, redcoll_gather(c, sbuf, rbuf, N, REDCOLL_FLOAT64, -1));
+  BAD(REDCOLL_EINVAL, redcoll_scatter(c, sbuf, rbuf, N, REDCOLL_FLOAT64, 4));
+  BAD(REDCOLL_EINVAL, redcoll_scatter(c, sbuf, rbuf, N, REDCOLL_FLOAT64, -1));
+  /* NULL buffers with count > 0: sendbuf of gather and recvbuf of scatter
+   * everywhere, the p-block buffer at the root */
+  BAD(REDCOLL_EINVAL, redcoll_gather(c, NULL, rbuf, N, REDCOLL_FLOAT64, 0));
+  BAD(REDCOLL_EINVAL, redcoll_gather(c, NULL, rbuf, N, REDCOLL_FLOAT64, 1));
+  BAD(REDCOLL_EINVAL, redcoll_gather(c, sbuf, NULL, N, REDCOLL_FLOAT64, 1));
+  BAD(REDCOLL_EINVAL, redcoll_scatter(c, sbuf, NULL, N, REDCOLL_FLOAT64, 0));
+  BAD(REDCOLL_EINVAL, redcoll_scatter(c, sbuf, NULL, N, REDCOLL_FLOAT64, 1));
+  BAD(REDCOLL_EINVAL, redcoll_scatter(c, NULL, rbuf, N, REDCOLL_FLOAT64, 1));
+  /* REDCOLL_IN_PLACE off the root, and on the wrong side */
+  BAD(REDCOLL_EINVAL, redcoll_gather(c, REDCOLL_IN_PLACE, rbuf, N, REDCOLL_FLOAT64, 0));
+  BAD(REDCOLL_EINVAL, redcoll_scatter(c, sbuf, in_place, N, REDCOLL_FLOAT64, 0));
+  BAD(REDCOLL_EINVAL, redcoll_scatter(c, REDCOLL_IN_PLACE, rbuf, N, REDCOLL_FLOAT64, 1));
+  /* the root's block partially overlapping the p-block buffer (exactly at
+   * its own block is in place and fine) */
+  BAD(REDCOLL_EINVAL, redcoll_gather(c, sbuf + 1, sbuf, N, REDCOLL_FLOAT64, 1));
+  BAD(REDCOLL_EINVAL, redcoll_gather(c, sbuf + 3 * N + 1, sbuf, N, REDCOLL_FLOAT64, 1));
+  BAD(REDCOLL_EINVAL, redcoll_scatter(c, sbuf, sbuf + N + 1, N, REDCOLL_FLOAT64, 1));
+  BAD(REDCOLL_EINVAL, redcoll_scatter(c, sbuf + 1, sbuf, N, REDCOLL_FLOAT64, 1));
+  /* count * size and p * count * size overflow */
+  BAD(REDCOLL_EINVAL, redcoll_gather(c, sbuf, rbuf, SIZE_MAX / 4, REDCOLL_FLOAT64, 1));
+  BAD(REDCOLL_EINVAL, redcoll_gather(c, sbuf, rbuf, SIZE_MAX / 16, REDCOLL_FLOAT64, 0));
+  BAD(REDCOLL_EINVAL, redcoll_scatter(c, sbuf, rbuf, SIZE_MAX / 4, REDCOLL_FLOAT64, 1));
+  BAD(REDCOLL_EINVAL, redcoll_scatter(c, sbuf, rbuf, SIZE_MAX / 16, REDCOLL_FLOAT64, 0));
+  /* no operator, so no element size for REDCOLL_CUSTOM; bad dtype */
+  BAD(REDCOLL_EINVAL, redcoll_gather(c, sbuf, rbuf, N, REDCOLL_CUSTOM, 1));
+  BAD(REDCOLL_EINVAL, redcoll_scatter(c, sbuf, rbuf, N, (redcoll_dtype)99, 1));
+  BAD(REDCOLL_EINVAL, redcoll_gather(NULL, sbuf, rbuf, N, REDCOLL_FLOAT64, 1));
+  CHECK_INT(c->seq, 0);
+  /* count 0: nothing to do, NULL buffers allowed */
+  fill();
+  state.calls = 0;
+  CHECK_INT(redcoll_gather(c, NULL, NULL, 0, REDCOLL_FLOAT64, 1), REDCOLL_OK);
+  CHECK_INT(redcoll_scatter(c, NULL, NULL, 0, REDCOLL_FLOAT64, 2), REDCOLL_OK);
+  CHECK_INT(state.calls, 0);
+  CHECK(untouched());
+  redcoll_comm_destroy(c);
+
+  /* p = 1: a copy, or nothing in place */
+  c = make(0, 1);
+  for (int i = 0; i < N; i++) sbuf[i] = i;
+  memset(rbuf, 0, sizeof rbuf);
+  CHECK_INT(redcoll_gather(c, sbuf, rbuf, N, REDCOLL_FLOAT64, 0), REDCOLL_OK);
+  CHECK(memcmp(sbuf, rbuf, N * sizeof(double)) == 0);
+  memset(rbuf, 0, sizeof rbuf);
+  CHECK_INT(redcoll_scatter(c, sbuf, rbuf, N, REDCOLL_FLOAT64, 0), REDCOLL_OK);
+  CHECK(memcmp(sbuf, rbuf, N * sizeof(double)) == 0);
+  CHECK_INT(redcoll_gather(c, REDCOLL_IN_PLACE, rbuf, N, REDCOLL_FLOAT64, 0), REDCOLL_OK);
+  CHECK_INT(redcoll_scatter(c, sbuf, in_place, N, REDCOLL_FLOAT64, 0), REDCOLL_OK);
+  CHECK(memcmp(sbuf, rbuf, N * sizeof(double)) == 0);
+  CHECK_INT(state.calls, 0);
+  redcoll_comm_destroy(c);
+}
+
 /* Valid calls with count 0 or p = 1 do not communicate either. */
 static void trivial_calls(void) {
   redcoll_comm *c = make(0, 3);
@@ -207,6 +269,7 @@ static void tags(void) {
 int main(void) {
   comm_rules();
   collective_rules();
+  rooted_rules();
   trivial_calls();
   broken_comm();
   tags();

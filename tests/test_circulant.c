@@ -10,9 +10,10 @@
  * with SUM and MAX, in place and not, irregular blocks (zeros, one rank
  * holding everything), every root of reduce and bcast for small p; the round
  * count ceil(log2 p) with alpha = 1 and the exact volumes with beta = 1;
- * gather and scatter through the algorithm registry with their own checker;
- * ENOTSUP for a non-commutative operator.  The full sweeps p = 2..1024 are
- * in scripts/circulant_table.py.
+ * gather and scatter (circulant and linear) through the public API, every
+ * root for small p; reduce as reduce_scatter + gather (circulant_rsag) with
+ * its 2q rounds and volume; ENOTSUP for a non-commutative operator.  The
+ * full sweeps (p = 2..1024, the guidelines) are in scripts/circulant_sweep.py.
  */
 #include <stdlib.h>
 
@@ -279,11 +280,12 @@ static void test_noncomm(void) {
   check_result res;
   check_case tc;
   static const redcoll_coll colls[] = {REDCOLL_COLL_ALLREDUCE, REDCOLL_COLL_REDUCE,
-                                       REDCOLL_COLL_REDUCE_SCATTER_BLOCK};
-  for (size_t c = 0; c < 3; c++) {
+                                       REDCOLL_COLL_REDUCE_SCATTER_BLOCK, REDCOLL_COLL_ALLREDUCE,
+                                       REDCOLL_COLL_REDUCE};
+  for (size_t c = 0; c < 5; c++) {
     check_case_init(&tc);
     tc.coll = colls[c];
-    tc.algo = REDCOLL_ALGO_CIRCULANT;
+    tc.algo = c < 3 ? REDCOLL_ALGO_CIRCULANT : REDCOLL_ALGO_CIRCULANT_RSAG;
     tc.p = 5;
     tc.count = 3;
     tc.op = CHECK_OP_NONCOMM;
@@ -294,103 +296,24 @@ static void test_noncomm(void) {
   CHECK_INT(redcoll_algo_accepts_noncommutative(REDCOLL_COLL_ALLGATHER, REDCOLL_ALGO_CIRCULANT), 1);
 }
 
-/* ---- gather and scatter, through the registry ---------------------------- */
+/* ---- gather and scatter, through the public API ------------------------ */
 
-typedef struct rooted_case {
-  redcoll_coll coll;
-  redcoll_algo algo;
-  int p, root, in_place;
-  size_t count;
-  int bad;   /* ranks whose result was wrong */
-  int status;
-} rooted_case;
-
-static int32_t elem(int rank, size_t j) { return (int32_t)(rank * 100003 + (int)j * 7 + 1); }
-
-static int rooted_main(redcoll_comm *c, void *arg) {
-  rooted_case *rc = arg;
-  int p = rc->p, r = redcoll_comm_rank(c), root = rc->root, st;
-  size_t n = rc->count, all = n * (size_t)p;
-  const redcoll__algo_entry *e = redcoll__algo_find(rc->coll, rc->algo);
-  if (e == NULL) return REDCOLL_ENOTSUP;
-  int32_t *big = calloc(all + 1, sizeof *big), *small = calloc(n + 1, sizeof *small);
-  if (big == NULL || small == NULL) {
-    free(big);
-    free(small);
-    return REDCOLL_ENOMEM;
-  }
-  redcoll__call call;
-  memset(&call, 0, sizeof call);
-  call.comm = c;
-  call.coll = rc->coll;
-  call.count = n;
-  call.dtype = REDCOLL_INT32;
-  call.esize = 4;
-  call.root = root;
-  int ip = rc->in_place && r == root;
-  if (rc->coll == REDCOLL_COLL_GATHER) {
-    for (size_t j = 0; j < n; j++) small[j] = elem(r, j);
-    for (size_t j = 0; j < all; j++) big[j] = -1;
-    if (ip) memcpy(big + (size_t)root * n, small, n * 4);
-    call.sendbuf = ip ? (const void *)(big + (size_t)root * n) : small;
-    call.recvbuf = r == root ? big : NULL;
-  } else {
-    for (size_t j = 0; j < all; j++) big[j] = r == root ? elem((int)(j / n), j % n) : -7;
-    for (size_t j = 0; j < n; j++) small[j] = -1;
-    call.sendbuf = r == root ? big : NULL;
-    call.recvbuf = ip ? (void *)(big + (size_t)root * n) : small;
-  }
-  call.in_place = ip;
-  c->tag = redcoll__make_tag(c->seq++, rc->coll, n, REDCOLL_INT32, NULL, root);
-  st = e->fn(&call);
-  if (st == REDCOLL_OK) {
-    int ok = 1;
-    if (rc->coll == REDCOLL_COLL_GATHER) {
-      for (size_t j = 0; j < n; j++) ok &= small[j] == elem(r, j);   /* input kept */
-      if (r == root)
-        for (size_t j = 0; j < all; j++) ok &= big[j] == elem((int)(j / n), j % n);
-    } else {
-      const int32_t *got = ip ? big + (size_t)root * n : small;
-      for (size_t j = 0; j < n; j++) ok &= got[j] == elem(r, j);
-      if (r == root)
-        for (size_t j = 0; j < all; j++) ok &= big[j] == elem((int)(j / n), j % n);
-    }
-    if (!ok) __atomic_add_fetch(&rc->bad, 1, __ATOMIC_SEQ_CST);
-  }
-  free(big);
-  free(small);
-  return st;
-}
-
+/* Every root for small p, in place at the root and not; for the circulant
+ * algorithm q rounds and the p - 1 other blocks through the root. */
 static void rooted(redcoll_coll coll, redcoll_algo algo, int p, int root, size_t n, int ip) {
-  rooted_case rc = {coll, algo, p, root, ip, n, 0, 0};
-  redcoll_mock_config cfg;
-  redcoll_mock_stats *st = calloc((size_t)p, sizeof *st);
-  redcoll_mock_config_init(&cfg);
-  cfg.seed = (uint64_t)(p * 13 + root);
-  rc.status = redcoll_mock_run(p, &cfg, rooted_main, &rc, st);
-  CHECK_MSG(rc.status == REDCOLL_OK && rc.bad == 0, "%s/%s p=%d root=%d n=%zu ip=%d: %s, %d bad",
-            redcoll_coll_name(coll), redcoll_algo_name(algo), p, root, n, ip,
-            redcoll_status_name(rc.status), rc.bad);
-  if (algo == REDCOLL_ALGO_CIRCULANT) {
-    uint64_t rounds = 0, sent = 0, recv = 0;
-    for (int r = 0; r < p; r++) {
-      if (st[r].rounds > rounds) rounds = st[r].rounds;
-      if (st[r].bytes_sent > sent) sent = st[r].bytes_sent;
-      if (st[r].bytes_recv > recv) recv = st[r].bytes_recv;
-    }
-    CHECK_INT(rounds, redcoll__ceil_log2(p));
-    /* the root sends (scatter) or receives (gather) the p - 1 other blocks */
-    CHECK_INT(coll == REDCOLL_COLL_GATHER ? recv : sent, (uint64_t)(p - 1) * n * 4);
-  }
-  free(st);
+  check_result res;
+  sim(coll, algo, p, n, NULL, root, CHECK_OP_SUM, ip, &res);
+  if (algo != REDCOLL_ALGO_CIRCULANT || !res.ok) return;
+  CHECK_INT(res.rounds, redcoll__ceil_log2(p));
+  CHECK_INT(coll == REDCOLL_COLL_GATHER ? res.max_bytes_recv : res.max_bytes_sent,
+            (uint64_t)(p - 1) * n * 8);
 }
 
 static void test_rooted(void) {
   /* The linear baselines (src/core/rooted_linear.c). */
   CHECK(redcoll_algo_supported(REDCOLL_COLL_GATHER, REDCOLL_ALGO_LINEAR));
   CHECK(redcoll_algo_supported(REDCOLL_COLL_SCATTER, REDCOLL_ALGO_LINEAR));
-  for (int p = 2; p <= 9; p++) {
+  for (int p = 1; p <= 9; p++) {
     for (int root = 0; root < p; root++) {
       rooted(REDCOLL_COLL_GATHER, REDCOLL_ALGO_LINEAR, p, root, 3, root & 1);
       rooted(REDCOLL_COLL_SCATTER, REDCOLL_ALGO_LINEAR, p, root, 3, root & 1);
@@ -410,6 +333,39 @@ static void test_rooted(void) {
       rooted(REDCOLL_COLL_SCATTER, REDCOLL_ALGO_CIRCULANT, p, root, 2, 1);
     }
   }
+  /* count 0 and the automatic choice */
+  check_result res;
+  sim(REDCOLL_COLL_GATHER, REDCOLL_ALGO_CIRCULANT, 7, 0, NULL, 3, CHECK_OP_SUM, 0, &res);
+  CHECK_INT(res.msgs, 0);
+  sim(REDCOLL_COLL_SCATTER, REDCOLL_ALGO_AUTO, 7, 4, NULL, 6, CHECK_OP_SUM, 1, &res);
+}
+
+/* ---- reduce as reduce_scatter + gather ---------------------------------- */
+
+/* Every root for small p and counts below, at and above p; the cost: 2q
+ * rounds, and the root receives (2^q - 1) + (p - 1) balanced blocks. */
+static void test_reduce_rsag(void) {
+  check_result res;
+  for (int p = 2; p <= 13; p++) {
+    for (int root = 0; root < p; root++) {
+      /* fewer elements than ranks (empty blocks, also around the wrap past
+       * rank p - 1), as many, more */
+      size_t cs[3] = {(size_t)p - 1, (size_t)p, (size_t)p * 5 + 3};
+      sim(REDCOLL_COLL_REDUCE, REDCOLL_ALGO_CIRCULANT_RSAG, p, cs[root % 3], NULL, root,
+          root & 1 ? CHECK_OP_MAX : CHECK_OP_SUM, root % 4 == 0, &res);
+      CHECK_INT(res.rounds, 2 * redcoll__ceil_log2(p));
+    }
+  }
+  for (int i = 0; i < NSAMPLE; i++) {
+    int p = sample_p[i], q = redcoll__ceil_log2(p);
+    size_t n = 4;
+    uint64_t blk = n * 8;
+    sim(REDCOLL_COLL_REDUCE, REDCOLL_ALGO_CIRCULANT_RSAG, p, n * (size_t)p, NULL, p - 1,
+        CHECK_OP_SUM, 0, &res);
+    CHECK_INT(res.rounds, 2 * q);
+    CHECK_INT(res.max_bytes_recv, ((1u << q) - 1) * blk + (uint64_t)(p - 1) * blk);
+    CHECK(res.max_bytes_reduced <= ((1u << q) - 1) * blk); /* S-type slots skip the own input */
+  }
 }
 
 int main(void) {
@@ -422,5 +378,6 @@ int main(void) {
   test_allreduce_work();
   test_noncomm();
   test_rooted();
+  test_reduce_rsag();
   return TEST_DONE();
 }

@@ -167,6 +167,21 @@ static int make_shape(const check_case *tc, shape *s) {
         s->ref_count = total;
         s->recv_alloc = total;
         break;
+      case REDCOLL_COLL_GATHER:
+        /* p blocks of count at the root, in rank order */
+        s->in_count[r] = tc->count;
+        s->out_count[r] = r == tc->root ? total : 0;
+        s->ref_count = total;
+        s->recv_alloc = total;
+        break;
+      case REDCOLL_COLL_SCATTER:
+        /* the root's p blocks; rank r's result is block r */
+        s->in_count[r] = r == tc->root ? total : 0;
+        s->out_count[r] = tc->count;
+        s->out_off[r] = off;
+        s->ref_count = total;
+        s->recv_alloc = tc->count;
+        break;
       default:
         break;
     }
@@ -202,7 +217,8 @@ static void fill_input(const check_case *tc, const shape *s, int r, unsigned cha
   /* bcast: only the root's data matters; others get a different pattern */
   int src = tc->coll == REDCOLL_COLL_BCAST ? (r == tc->root ? r : r + 100000) : r;
   size_t off = 0;
-  if (tc->coll == REDCOLL_COLL_ALLGATHER || tc->coll == REDCOLL_COLL_ALLGATHERV) {
+  if (tc->coll == REDCOLL_COLL_ALLGATHER || tc->coll == REDCOLL_COLL_ALLGATHERV ||
+      tc->coll == REDCOLL_COLL_GATHER) {
     for (int q = 0; q < r; q++) off += s->in_count[q];
   }
   for (size_t j = 0; j < s->in_count[r]; j++) gen_elem(tc, s->dt, src, off + j, dst + j * s->esize);
@@ -282,6 +298,24 @@ static int rank_main(redcoll_comm *c, void *arg) {
       free(cnt);
       break;
     }
+    case REDCOLL_COLL_GATHER: {
+      /* recvbuf is not significant off the root: pass NULL there */
+      size_t blk = tc->count * es;
+      if (ip && r == tc->root) { memcpy(out + (size_t)r * blk, in, blk); sendbuf = REDCOLL_IN_PLACE; }
+      rc = redcoll_gather(c, sendbuf, r == tc->root ? out : NULL, tc->count, s->dt, tc->root);
+      break;
+    }
+    case REDCOLL_COLL_SCATTER: {
+      /* sendbuf is not significant off the root: pass NULL there.  In place,
+       * the root's block stays in sendbuf; it is copied out for the check.
+       * (REDCOLL_IN_PLACE is a const pointer, recvbuf is not: cast.) */
+      size_t blk = tc->count * es;
+      int root_ip = ip && r == tc->root;
+      void *recvbuf = root_ip ? (void *)REDCOLL_IN_PLACE : (void *)out;
+      rc = redcoll_scatter(c, r == tc->root ? in : NULL, recvbuf, tc->count, s->dt, tc->root);
+      if (root_ip && rc == REDCOLL_OK) memcpy(out, in + (size_t)r * blk, blk);
+      break;
+    }
     case REDCOLL_COLL_BCAST:
       memcpy(out, in, inb);
       rc = redcoll_bcast(c, out, tc->count, s->dt, tc->root);
@@ -297,7 +331,8 @@ static int rank_main(redcoll_comm *c, void *arg) {
   if (rc == REDCOLL_OK) {
     if (!guard_ok(out, recvb)) fail(st, "rank %d: wrote past the end of recvbuf (%lld bytes)", r, (long long)recvb);
     if (!guard_ok(in, inb)) fail(st, "rank %d: wrote past the end of sendbuf (%lld bytes)", r, (long long)inb);
-    if (!ip && memcmp(in, orig, inb) != 0) fail(st, "rank %d: modified its sendbuf (%lld bytes)", r, (long long)inb);
+    /* scatter in place keeps the root's sendbuf as it was, too */
+    if ((!ip || tc->coll == REDCOLL_COLL_SCATTER) && memcmp(in, orig, inb) != 0) fail(st, "rank %d: modified its sendbuf (%lld bytes)", r, (long long)inb);
     st->outs[r] = out;
     out = NULL;
   }
@@ -313,7 +348,10 @@ static void compute_reference(const check_case *tc, run_state *st) {
   unsigned char *tmp = malloc(n * es + 1);
   if (tc->coll == REDCOLL_COLL_BCAST) {
     fill_input(tc, s, tc->root, st->ref);
-  } else if (tc->coll == REDCOLL_COLL_ALLGATHER || tc->coll == REDCOLL_COLL_ALLGATHERV) {
+  } else if (tc->coll == REDCOLL_COLL_SCATTER) {
+    fill_input(tc, s, tc->root, st->ref);
+  } else if (tc->coll == REDCOLL_COLL_ALLGATHER || tc->coll == REDCOLL_COLL_ALLGATHERV ||
+             tc->coll == REDCOLL_COLL_GATHER) {
     size_t off = 0;
     for (int r = 0; r < tc->p; r++) {
       fill_input(tc, s, r, st->ref + off * es);

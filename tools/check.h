@@ -26,12 +26,15 @@ typedef struct check_case {
   redcoll_algo algo;     /* REDCOLL_ALGO_AUTO lets the library choose */
   int p;
   size_t count;          /* as the API's count argument (per-rank block for
-                            reduce_scatter_block and allgather) */
+                            reduce_scatter_block, allgather, gather and
+                            scatter) */
   const size_t *counts;  /* reduce_scatter / allgatherv: p entries; NULL: count each */
   int root;
   redcoll_dtype dtype;   /* SUM and MAX only: any built-in dtype (default float64) */
   check_op op;
-  int in_place;
+  int in_place;          /* REDCOLL_IN_PLACE where the API allows it: every
+                            rank, or only the root (reduce: sendbuf, gather:
+                            sendbuf, scatter: recvbuf) */
   size_t threshold;      /* 0: the communicator's default */
   redcoll_mock_config mock;
 } check_case;

@@ -15,11 +15,11 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: redcoll-sim --coll C --algo A --p N|A-B --count N [options]\n"
           "  --coll     allreduce reduce reduce_scatter_block reduce_scatter allgather\n"
-          "             allgatherv bcast barrier\n"
+          "             allgatherv bcast gather scatter barrier\n"
           "  --algo     an algorithm name (see docs/algorithms) or auto\n"
           "  --p        number of ranks, or a range A-B (one line per p)\n"
           "  --count    the count argument of the collective (the per-rank block\n"
-          "             for reduce_scatter_block and allgather)\n"
+          "             for reduce_scatter_block, allgather, gather and scatter)\n"
           "  --counts   c0,c1,...  per-rank blocks (reduce_scatter, allgatherv)\n"
           "  --dtype    int8 uint8 int16 uint16 int32 uint32 int64 uint64 f16 bf16\n"
           "             f32 f64 (also the long names float64, ...); default f64\n"
@@ -29,6 +29,9 @@ static void usage(FILE *f) {
           "  --in-place use REDCOLL_IN_PLACE\n"
           "  --threshold BYTES   butterfly block threshold b\n"
           "  --alpha A --beta B --gamma G   cost model (default 1 0 0)\n"
+          "  --model A,B,G  the cost model --algo auto chooses by (default: the\n"
+          "             simulator's --alpha, --beta, --gamma); the line's algo is\n"
+          "             the algorithm it chose\n"
           "  --seed S   scheduler seed (default 1)\n"
           "  --eager BYTES  messages shorter than this are eager (default 0)\n"
           "  --trace FILE   append every message of every run to FILE\n"
@@ -85,7 +88,7 @@ int main(int argc, char **argv) {
   check_case_init(&tc);
   int have_coll = 0, have_algo = 0, have_p = 0, have_count = 0, all_roots = 0;
   unsigned long long pa = 0, pb = 0, v;
-  const char *trace_path = NULL, *dot_path = NULL;
+  const char *trace_path = NULL, *dot_path = NULL, *model = NULL;
   size_t *counts = NULL;
   int ncounts = 0;
 
@@ -173,6 +176,8 @@ int main(int argc, char **argv) {
       bad = parse_double(val, &tc.mock.beta);
     } else if (strcmp(a, "--gamma") == 0) {
       bad = parse_double(val, &tc.mock.gamma);
+    } else if (strcmp(a, "--model") == 0) {
+      model = val;
     } else if (strcmp(a, "--seed") == 0) {
       bad = parse_u64(val, &v);
       tc.mock.seed = v;
@@ -216,6 +221,15 @@ int main(int argc, char **argv) {
     return 2;
   }
   tc.counts = counts;
+  /* AUTO chooses by the simulator's own cost model unless --model says
+   * otherwise (REDCOLL_COST_MODEL is read by every communicator). */
+  char model_buf[96];
+  if (model == NULL) {
+    snprintf(model_buf, sizeof model_buf, "%.17g,%.17g,%.17g", tc.mock.alpha, tc.mock.beta,
+             tc.mock.gamma);
+    model = model_buf;
+  }
+  setenv("REDCOLL_COST_MODEL", model, 1);
   FILE *trace = NULL, *dot = NULL;
   if (trace_path && (trace = fopen(trace_path, "w")) == NULL) {
     perror(trace_path);

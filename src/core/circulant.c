@@ -28,7 +28,13 @@
  *   gather/scatter q alpha + (p-1)/p m beta at the root.
  *   circulant_rsag allreduce as reduce_scatter of p balanced blocks then
  *                  allgatherv: 2q alpha + ((2^q - 1)/p + (p-1)/p) m beta
- *                  + (2^q - 1)/p m gamma.
+ *                  + (2^q - 1)/p m gamma.  reduce the same way, with a gather
+ *                  to the root instead of the allgatherv: the same cost at
+ *                  the root.  With x = (2^q - 1)/p and y = (p-1)/p this
+ *                  beats the reduce tree when m > q alpha / ((q - x - y) beta
+ *                  + (q - x) gamma), about alpha/beta bytes for large p;
+ *                  guideline (5) of section IV-C (reduce no slower than
+ *                  allreduce) needs it once allreduce switches to rsag.
  *
  * Restrictions: every reduction needs a commutative operator (the operands
  * meet in rank-dependent order; results may differ in the last bit between
@@ -37,7 +43,8 @@
  * incoming vector); reduce two on inner non-root ranks (accumulator and
  * incoming); reduce_scatter two buffers of 2^(q-1) blocks each (< m each);
  * allgather one of at most ceil(p/2) blocks; gather/scatter one of at most
- * skips[q-1] blocks.
+ * skips[q-1] blocks; reduce circulant_rsag reduce_scatter's two plus the own
+ * block (< m each).
  *
  * Example, p = 11: skips = 1 2 3 6 11, eps = 0 1 0 1, d = 1 1 3 5.  Allreduce,
  * rank 0: round 0 receives V1 from 1 and sends V0 to 10; round 1 receives S_1
@@ -150,6 +157,27 @@ static void blocks_free(circ_blocks *b) {
   b->prefix = NULL;
 }
 
+/* The whole vector of call->count elements in p balanced blocks. */
+static void blocks_balanced(circ_blocks *b, const redcoll__call *call) {
+  memset(b, 0, sizeof *b);
+  b->p = call->comm->size;
+  b->total = call->count;
+  b->balanced = 1;
+}
+
+/* A collective core on the call's block layout, from in to out. */
+typedef int (*blocks_fn)(const redcoll__call *call, const circ_blocks *bl, const char *in,
+                         char *out);
+
+static int run_blocks(const redcoll__call *call, blocks_fn fn, const char *in, char *out) {
+  circ_blocks bl;
+  int rc = blocks_init(&bl, call);
+  if (rc != REDCOLL_OK) return rc;
+  rc = fn(call, &bl, in, out);
+  blocks_free(&bl);
+  return rc;
+}
+
 /* 1 if [a, a+an) and [b, b+bn) overlap other than exactly. */
 static int partial_overlap(const char *a, size_t an, const char *b, size_t bn) {
   if (a == b || an == 0 || bn == 0) return 0;
@@ -233,8 +261,11 @@ static int reduce_circulant(const redcoll__call *call) {
 
 /* Reduce-scatter of input (blocks as in bl) with this rank's block of the
  * result to out.  out may equal input + its block (in place) or overlap the
- * input otherwise; the input is read completely before out is written. */
-static int rs_core(const redcoll__call *call, const char *input, char *out, const circ_blocks *bl) {
+ * input otherwise; the input is read completely before out is written.  out
+ * NULL: the block goes to scratch 1, behind the round buffer, and *outp
+ * (if not NULL) tells where. */
+static int rs_core(const redcoll__call *call, const char *input, char *out, const circ_blocks *bl,
+                   char **outp) {
   redcoll_comm *c = call->comm;
   int p = c->size, r = c->rank, skips[REDCOLL__CIRC_MAXQ + 1], rc = REDCOLL_OK;
   int q = redcoll__circ_skips(p, skips);
@@ -261,12 +292,14 @@ static int rs_core(const redcoll__call *call, const char *input, char *out, cons
   /* X receives round 0: own | B^1 | ... ; afterwards X + own is P.
    * Y packs B^0 for round 0, then receives rounds 1.. (own | B^{k+1} | ...). */
   size_t ylen = b0 > own + tail2 ? b0 : own + tail2;
-  char *x = redcoll__scratch(c, 1, (own + tail) * es);
+  char *x = redcoll__scratch(c, 1, (own + tail + (out == NULL ? own : 0)) * es);
   char *y = redcoll__scratch(c, 0, ylen * es);
   if (x == NULL || y == NULL) {
     rc = REDCOLL_ENOMEM;
     goto done;
   }
+  if (out == NULL) out = x + (own + tail) * es;
+  if (outp != NULL) *outp = out;
   char *pb = x + own * es;
 
   /* Round 0: permute-pack B^0 (all with the own input: eps_0 = 0). */
@@ -315,21 +348,20 @@ done:
   return rc;
 }
 
+static int rs_blocks(const redcoll__call *call, const circ_blocks *bl, const char *in, char *out) {
+  return rs_core(call, in, out, bl, NULL);
+}
+
 static int reduce_scatter_circulant(const redcoll__call *call) {
-  circ_blocks bl;
-  int rc = blocks_init(&bl, call);
-  if (rc != REDCOLL_OK) return rc;
-  rc = rs_core(call, call->sendbuf, call->recvbuf, &bl);
-  blocks_free(&bl);
-  return rc;
+  return run_blocks(call, rs_blocks, call->sendbuf, call->recvbuf);
 }
 
 /* ---- allgather (Listing 7, Propositions 3 and 4) ------------------------- */
 
 /* Allgather into recvbuf (blocks as in bl) of this rank's block own_in, which
  * may already be at its place in recvbuf. */
-static int ag_core(const redcoll__call *call, const char *own_in, char *recvbuf,
-                   const circ_blocks *bl) {
+static int ag_core(const redcoll__call *call, const circ_blocks *bl, const char *own_in,
+                   char *recvbuf) {
   redcoll_comm *c = call->comm;
   int p = c->size, r = c->rank, skips[REDCOLL__CIRC_MAXQ + 1], rc;
   int q = redcoll__circ_skips(p, skips);
@@ -383,26 +415,18 @@ static int ag_core(const redcoll__call *call, const char *own_in, char *recvbuf,
 }
 
 static int allgather_circulant(const redcoll__call *call) {
-  circ_blocks bl;
-  int rc = blocks_init(&bl, call);
-  if (rc != REDCOLL_OK) return rc;
-  rc = ag_core(call, call->sendbuf, call->recvbuf, &bl);
-  blocks_free(&bl);
-  return rc;
+  return run_blocks(call, ag_core, call->sendbuf, call->recvbuf);
 }
 
 /* ---- allreduce as reduce_scatter + allgatherv (section III-G) ------------ */
 
 static int allreduce_circulant_rsag(const redcoll__call *call) {
   circ_blocks bl;
-  memset(&bl, 0, sizeof bl);
-  bl.p = call->comm->size;
-  bl.total = call->count;
-  bl.balanced = 1;
+  blocks_balanced(&bl, call);
   char *mine = (char *)call->recvbuf + blk_off(&bl, call->comm->rank) * call->esize;
-  int rc = rs_core(call, call->sendbuf, mine, &bl);
+  int rc = rs_core(call, call->sendbuf, mine, &bl, NULL);
   if (rc != REDCOLL_OK) return rc;
-  return ag_core(call, mine, call->recvbuf, &bl);
+  return ag_core(call, &bl, mine, call->recvbuf);
 }
 
 /* ---- bcast: the reduce tree reversed ------------------------------------ */
@@ -434,108 +458,167 @@ static int bcast_circulant(const redcoll__call *call) {
  * or receives (scatter) [v + eps_h, v + skips[h]) to or from v - d_h, and
  * in round k < h receives from (sends to) v + d_k the blocks
  * [v + skips[k], v + skips[k+1]).  An S-type rank's own block travels alone
- * in round 0 between it and v - 1.  The root holds the p blocks in rank
- * order, so a range of virtual blocks that wraps past rank p - 1 goes
- * through scratch. */
+ * in round 0 between it and v - 1.  Virtual rank x is rank (x + root) mod p;
+ * blocks may differ in size (bl), which the reduce-scatter-then-gather
+ * reduce below needs.  The root holds the p blocks in rank order, so the one
+ * range of virtual blocks that wraps past rank p - 1 goes through scratch. */
 
-/* Root side: the blocks of virtual range [a, b) within the rank-order buffer
- * buf: returns where they start; *split is 0 if they are one piece, else
- * the number of blocks before the wrap past rank p - 1. */
-static char *root_range(const redcoll__call *call, char *buf, int a, int b, int *split) {
-  int p = call->comm->size, lo = (a + call->root) % p;
-  size_t blk = call->count * call->esize;
-  *split = lo + (b - a) > p ? p - lo : 0;
-  return buf + (size_t)lo * blk;
+/* Element offset of virtual block x (0 <= x <= p) in the concatenation of
+ * the blocks in virtual order, which starts with the root's. */
+static size_t vpos(const circ_blocks *bl, int root, int x) {
+  size_t base = blk_off(bl, root);
+  if (root + x <= bl->p) return blk_off(bl, root + x) - base;
+  return bl->total - base + blk_off(bl, root + x - bl->p);
+}
+
+/* Root side: where the virtual blocks [a, b) (1 <= a < b <= p) lie in the
+ * rank-order buffer buf: returns their start; *first is the number of
+ * elements before the wrap past rank p - 1, or 0 if they are one piece. */
+static char *root_range(const circ_blocks *bl, int root, size_t es, char *buf, int a, int b,
+                        size_t *first) {
+  int p = bl->p, lo = root + a;
+  size_t len = vpos(bl, root, b) - vpos(bl, root, a);
+  *first = 0;
+  if (lo >= p) return buf + blk_off(bl, lo - p) * es;
+  if (root + b > p) {
+    size_t f = bl->total - blk_off(bl, lo);
+    if (f == 0) return buf; /* the blocks before the wrap are all empty */
+    if (f < len) *first = f;
+  }
+  return buf + blk_off(bl, lo) * es;
+}
+
+/* Gather of own (this rank's block) into rootbuf at the root, which may
+ * hold own at its place already. */
+static int gather_core(const redcoll__call *call, const circ_blocks *bl, const char *own,
+                       char *rootbuf) {
+  redcoll_comm *c = call->comm;
+  int p = c->size, root = call->root, skips[REDCOLL__CIRC_MAXQ + 1], rc;
+  int q = redcoll__circ_skips(p, skips);
+  int v = mod(c->rank - root, p);
+  int head = redcoll__circ_pathhead(v, q, skips);
+  int e = v != 0 ? redcoll__circ_eps(skips, head) : 0;
+  size_t es = call->esize, ownb = blk_len(bl, c->rank) * es;
+  char *g;
+
+  if (head == 0) return redcoll__send(c, mod(v - 1 + root, p), own, ownb);
+  if (v == 0) {
+    char *mine = rootbuf + blk_off(bl, root) * es;
+    if (mine != own) copy(mine, own, ownb);
+    for (int k = 0; k < q; k++) {
+      int a = skips[k], b = skips[k + 1], from = mod(redcoll__circ_dist(skips, k) + root, p);
+      size_t first, len = (vpos(bl, root, b) - vpos(bl, root, a)) * es;
+      char *dst = root_range(bl, root, es, rootbuf, a, b, &first);
+      if (first == 0) {
+        if ((rc = redcoll__recv(c, from, dst, len)) != REDCOLL_OK) return rc;
+        continue;
+      }
+      char *t = redcoll__scratch(c, 0, len);
+      if (t == NULL) return REDCOLL_ENOMEM;
+      if ((rc = redcoll__recv(c, from, t, len)) != REDCOLL_OK) return rc;
+      memcpy(dst, t, first * es);
+      memcpy(rootbuf, t + first * es, len - first * es);
+    }
+    return REDCOLL_OK;
+  }
+  /* g holds the virtual blocks [v, v + skips[head]); goff(x) = offset of
+   * v + x in g. */
+  size_t base = vpos(bl, root, v);
+#define GOFF(x) ((vpos(bl, root, v + (x)) - base) * es)
+  if ((g = redcoll__scratch(c, 0, GOFF(skips[head]))) == NULL) return REDCOLL_ENOMEM;
+  if (!e) copy(g, own, ownb);
+  for (int k = 0; k < head; k++) {
+    int from = mod(v + redcoll__circ_dist(skips, k) + root, p);
+    char *dst = g + GOFF(skips[k]);
+    size_t len = GOFF(skips[k + 1]) - GOFF(skips[k]);
+    if (k == 0 && e)
+      rc = redcoll__sendrecv(c, mod(v - 1 + root, p), own, ownb, from, dst, len);
+    else
+      rc = redcoll__recv(c, from, dst, len);
+    if (rc != REDCOLL_OK) return rc;
+  }
+  rc = redcoll__send(c, mod(v - redcoll__circ_dist(skips, head) + root, p), g + GOFF(e),
+                     GOFF(skips[head]) - GOFF(e));
+#undef GOFF
+  return rc;
+}
+
+/* Scatter of rootbuf (significant at the root only) into own; at the root
+ * own may be its block in rootbuf (in place). */
+static int scatter_core(const redcoll__call *call, const circ_blocks *bl, const char *rootbuf,
+                        char *own) {
+  redcoll_comm *c = call->comm;
+  int p = c->size, root = call->root, skips[REDCOLL__CIRC_MAXQ + 1], rc;
+  int q = redcoll__circ_skips(p, skips);
+  int v = mod(c->rank - root, p);
+  int head = redcoll__circ_pathhead(v, q, skips);
+  int e = v != 0 ? redcoll__circ_eps(skips, head) : 0;
+  size_t es = call->esize, ownb = blk_len(bl, c->rank) * es;
+  char *g;
+
+  if (head == 0) return redcoll__recv(c, mod(v - 1 + root, p), own, ownb);
+  if (v == 0) {
+    for (int k = q - 1; k >= 0; k--) {
+      int a = skips[k], b = skips[k + 1], to = mod(redcoll__circ_dist(skips, k) + root, p);
+      size_t first, len = (vpos(bl, root, b) - vpos(bl, root, a)) * es;
+      const char *src = root_range(bl, root, es, (char *)rootbuf, a, b, &first);
+      if (first > 0) {
+        char *t = redcoll__scratch(c, 0, len);
+        if (t == NULL) return REDCOLL_ENOMEM;
+        memcpy(t, src, first * es);
+        memcpy(t + first * es, rootbuf, len - first * es);
+        src = t;
+      }
+      if ((rc = redcoll__send(c, to, src, len)) != REDCOLL_OK) return rc;
+    }
+    const char *mine = rootbuf + blk_off(bl, root) * es;
+    if (mine != own) copy(own, mine, ownb);
+    return REDCOLL_OK;
+  }
+  size_t base = vpos(bl, root, v);
+#define GOFF(x) ((vpos(bl, root, v + (x)) - base) * es)
+  if ((g = redcoll__scratch(c, 0, GOFF(skips[head]))) == NULL) return REDCOLL_ENOMEM;
+  rc = redcoll__recv(c, mod(v - redcoll__circ_dist(skips, head) + root, p), g + GOFF(e),
+                     GOFF(skips[head]) - GOFF(e));
+  if (rc != REDCOLL_OK) return rc;
+  for (int k = head - 1; k >= 0; k--) {
+    int to = mod(v + redcoll__circ_dist(skips, k) + root, p);
+    const char *src = g + GOFF(skips[k]);
+    size_t len = GOFF(skips[k + 1]) - GOFF(skips[k]);
+    if (k == 0 && e)
+      rc = redcoll__sendrecv(c, to, src, len, mod(v - 1 + root, p), own, ownb);
+    else
+      rc = redcoll__send(c, to, src, len);
+    if (rc != REDCOLL_OK) return rc;
+  }
+#undef GOFF
+  if (!e) copy(own, g, ownb);
+  return REDCOLL_OK;
 }
 
 static int gather_circulant(const redcoll__call *call) {
-  redcoll_comm *c = call->comm;
-  int p = c->size, root = call->root, skips[REDCOLL__CIRC_MAXQ + 1], rc;
-  int q = redcoll__circ_skips(p, skips);
-  int v = mod(c->rank - root, p);
-  int head = redcoll__circ_pathhead(v, q, skips);
-  int e = v != 0 ? redcoll__circ_eps(skips, head) : 0;
-  size_t blk = call->count * call->esize;
-  char *g;
-
-  if (head == 0) return redcoll__send(c, mod(v - 1 + root, p), call->sendbuf, blk);
-  if (v == 0) {
-    char *rb = call->recvbuf;
-    if (!call->in_place) memcpy(rb + (size_t)root * blk, call->sendbuf, blk);
-    for (int k = 0; k < q; k++) {
-      int split, a = skips[k], b = skips[k + 1], from = mod(redcoll__circ_dist(skips, k) + root, p);
-      char *dst = root_range(call, rb, a, b, &split);
-      if (!split) {
-        rc = redcoll__recv(c, from, dst, (size_t)(b - a) * blk);
-        if (rc != REDCOLL_OK) return rc;
-        continue;
-      }
-      char *t = redcoll__scratch(c, 0, (size_t)(b - a) * blk);
-      if (t == NULL) return REDCOLL_ENOMEM;
-      if ((rc = redcoll__recv(c, from, t, (size_t)(b - a) * blk)) != REDCOLL_OK) return rc;
-      memcpy(dst, t, (size_t)split * blk);
-      memcpy(rb, t + (size_t)split * blk, (size_t)(b - a - split) * blk);
-    }
-    return REDCOLL_OK;
-  }
-  if ((g = redcoll__scratch(c, 0, (size_t)skips[head] * blk)) == NULL) return REDCOLL_ENOMEM;
-  if (!e) memcpy(g, call->sendbuf, blk);
-  for (int k = 0; k < head; k++) {
-    int d = redcoll__circ_dist(skips, k), from = mod(v + d + root, p);
-    char *dst = g + (size_t)skips[k] * blk;
-    if (k == 0 && e)
-      rc = redcoll__sendrecv(c, mod(v - 1 + root, p), call->sendbuf, blk, from, dst, (size_t)d * blk);
-    else
-      rc = redcoll__recv(c, from, dst, (size_t)d * blk);
-    if (rc != REDCOLL_OK) return rc;
-  }
-  int dh = redcoll__circ_dist(skips, head);
-  return redcoll__send(c, mod(v - dh + root, p), g + (size_t)e * blk, (size_t)dh * blk);
+  return run_blocks(call, gather_core, call->sendbuf, call->recvbuf);
 }
 
 static int scatter_circulant(const redcoll__call *call) {
-  redcoll_comm *c = call->comm;
-  int p = c->size, root = call->root, skips[REDCOLL__CIRC_MAXQ + 1], rc;
-  int q = redcoll__circ_skips(p, skips);
-  int v = mod(c->rank - root, p);
-  int head = redcoll__circ_pathhead(v, q, skips);
-  int e = v != 0 ? redcoll__circ_eps(skips, head) : 0;
-  size_t blk = call->count * call->esize;
-  char *g;
+  return run_blocks(call, scatter_core, call->sendbuf, call->recvbuf);
+}
 
-  if (head == 0) return redcoll__recv(c, mod(v - 1 + root, p), call->recvbuf, blk);
-  if (v == 0) {
-    const char *sb = call->sendbuf;
-    for (int k = q - 1; k >= 0; k--) {
-      int split, a = skips[k], b = skips[k + 1], to = mod(redcoll__circ_dist(skips, k) + root, p);
-      const char *src = root_range(call, (char *)sb, a, b, &split);
-      if (split) {
-        char *t = redcoll__scratch(c, 0, (size_t)(b - a) * blk);
-        if (t == NULL) return REDCOLL_ENOMEM;
-        memcpy(t, src, (size_t)split * blk);
-        memcpy(t + (size_t)split * blk, sb, (size_t)(b - a - split) * blk);
-        src = t;
-      }
-      if ((rc = redcoll__send(c, to, src, (size_t)(b - a) * blk)) != REDCOLL_OK) return rc;
-    }
-    if (!call->in_place) memcpy(call->recvbuf, sb + (size_t)root * blk, blk);
-    return REDCOLL_OK;
-  }
-  if ((g = redcoll__scratch(c, 0, (size_t)skips[head] * blk)) == NULL) return REDCOLL_ENOMEM;
-  int dh = redcoll__circ_dist(skips, head);
-  rc = redcoll__recv(c, mod(v - dh + root, p), g + (size_t)e * blk, (size_t)dh * blk);
+/* ---- reduce as reduce_scatter + gather ("circulant_rsag") ---------------- */
+
+/* The reduce of section III-G's recipe for large vectors: reduce-scatter of
+ * p balanced blocks, then gather of the reduced blocks to the root.  The
+ * root's block is reduced straight into its place in recvbuf; the other
+ * ranks keep theirs in scratch 1 behind reduce_scatter's buffer. */
+static int reduce_circulant_rsag(const redcoll__call *call) {
+  circ_blocks bl;
+  blocks_balanced(&bl, call);
+  char *own = NULL;
+  if (call->comm->rank == call->root)
+    own = (char *)call->recvbuf + blk_off(&bl, call->root) * call->esize;
+  int rc = rs_core(call, call->sendbuf, own, &bl, &own);
   if (rc != REDCOLL_OK) return rc;
-  for (int k = head - 1; k >= 0; k--) {
-    int d = redcoll__circ_dist(skips, k), to = mod(v + d + root, p);
-    const char *src = g + (size_t)skips[k] * blk;
-    if (k == 0 && e)
-      rc = redcoll__sendrecv(c, to, src, (size_t)d * blk, mod(v - 1 + root, p), call->recvbuf, blk);
-    else
-      rc = redcoll__send(c, to, src, (size_t)d * blk);
-    if (rc != REDCOLL_OK) return rc;
-  }
-  if (!e) memcpy(call->recvbuf, g, blk);
-  return REDCOLL_OK;
+  return gather_core(call, &bl, own, call->recvbuf);
 }
 
 /* ---- registry ----------------------------------------------------------- */
@@ -545,6 +628,8 @@ const redcoll__algo_entry redcoll__algos_circulant[] = {
     {REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_CIRCULANT_RSAG, allreduce_circulant_rsag,
      REDCOLL__NEEDS_COMMUTATIVE},
     {REDCOLL_COLL_REDUCE, REDCOLL_ALGO_CIRCULANT, reduce_circulant, REDCOLL__NEEDS_COMMUTATIVE},
+    {REDCOLL_COLL_REDUCE, REDCOLL_ALGO_CIRCULANT_RSAG, reduce_circulant_rsag,
+     REDCOLL__NEEDS_COMMUTATIVE},
     {REDCOLL_COLL_REDUCE_SCATTER_BLOCK, REDCOLL_ALGO_CIRCULANT, reduce_scatter_circulant,
      REDCOLL__NEEDS_COMMUTATIVE},
     {REDCOLL_COLL_REDUCE_SCATTER, REDCOLL_ALGO_CIRCULANT, reduce_scatter_circulant,
