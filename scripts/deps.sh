@@ -4,6 +4,8 @@
 set -euo pipefail
 want=()
 command -v cc >/dev/null 2>&1 || want+=(gcc)
+# gcc without its Recommends has no C library headers on a fresh Debian 12.
+printf '#include <stdio.h>\n' | cc -E -x c - >/dev/null 2>&1 || want+=(libc6-dev)
 command -v meson >/dev/null 2>&1 || want+=(meson)
 command -v ninja >/dev/null 2>&1 || want+=(ninja-build)
 command -v pkg-config >/dev/null 2>&1 || want+=(pkg-config)
