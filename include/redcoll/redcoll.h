@@ -258,6 +258,39 @@ REDCOLL_API uint64_t redcoll_comm_get_timeout(const redcoll_comm *c);
  * AUTO made, or the forced one); REDCOLL_ALGO_AUTO before the first call. */
 REDCOLL_API redcoll_algo redcoll_comm_last_algorithm(const redcoll_comm *c);
 
+/* The cost model REDCOLL_ALGO_AUTO chooses by (docs/tuning.md): alpha
+ * seconds per message, beta seconds per byte sent, gamma seconds per byte
+ * reduced.  AUTO predicts the time of every algorithm that accepts the
+ * operator from these, p, the size and the threshold, and runs the
+ * cheapest; every rank must use the same values.  Unless set here, the
+ * model comes from REDCOLL_COST_MODEL="alpha,beta,gamma", else from the
+ * entry for the transport in the file named by REDCOLL_TUNING_FILE, else
+ * from the transport's defaults.  REDCOLL_EINVAL for NULL, negative or
+ * non-finite values, or (get) a malformed REDCOLL_COST_MODEL or tuning
+ * file. */
+REDCOLL_API int redcoll_comm_set_cost_model(redcoll_comm *c, double alpha, double beta, double gamma);
+REDCOLL_API int redcoll_comm_get_cost_model(redcoll_comm *c, double *alpha, double *beta,
+                                            double *gamma);
+/* Sets the cost model from the entry of tuning file path (written by
+ * redcoll-tune) for the communicator's transport, or its "default" entry.
+ * REDCOLL_EINVAL if the file is unreadable, malformed or has no entry that
+ * applies. */
+REDCOLL_API int redcoll_comm_load_tuning(redcoll_comm *c, const char *path);
+/* Names the transport ("mock", "threads", "tcp", or a name of your own, at
+ * most 15 characters) for the default cost model and the tuning file. */
+REDCOLL_API int redcoll_comm_set_transport_name(redcoll_comm *c, const char *name);
+/* The model's predicted time of algo for a collective of count elements of
+ * elem_size bytes (count as in the collective's call) on p ranks with
+ * threshold b, root 0; REDCOLL_ENOTSUP if (coll, algo) has no cost formula.
+ * And the algorithm AUTO would choose for it (commutative: whether the
+ * operator is).  For tools and tests; the communicator is not needed. */
+REDCOLL_API int redcoll_cost_predict(redcoll_coll coll, redcoll_algo algo, int p, size_t count,
+                                     size_t elem_size, size_t threshold, double alpha, double beta,
+                                     double gamma, double *time);
+REDCOLL_API redcoll_algo redcoll_cost_choose(redcoll_coll coll, int p, size_t count,
+                                             size_t elem_size, size_t threshold, int commutative,
+                                             double alpha, double beta, double gamma);
+
 /* The body of one rank, as the bundled runners (redcoll_mock_run,
  * redcoll_threads_run) call it: returns REDCOLL_OK or a status. */
 typedef int (*redcoll_rank_main)(redcoll_comm *comm, void *arg);

@@ -77,6 +77,12 @@ struct redcoll_comm {
                                           * error logs; NULL if not known */
   void *scratch[2];
   size_t scratch_cap[2];
+  /* Cost model of REDCOLL_ALGO_AUTO (select.c, cost.h): 0 not resolved
+   * yet, 1 resolved from the environment or the defaults, 2 set by the
+   * user.  transport_name picks defaults and tuning-file entries. */
+  int cost_state;
+  double cost_alpha, cost_beta, cost_gamma;
+  char transport_name[16];
 };
 
 /* Everything an algorithm needs to know about one collective call, checked

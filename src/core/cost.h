@@ -1,0 +1,58 @@
+/*
+ * The alpha-beta-gamma cost of every algorithm (cost.c), as pure functions of
+ * values that every rank shares, and the choice REDCOLL_ALGO_AUTO makes from
+ * them (select.c).  No I/O, no allocation: the tests call them directly.
+ */
+#ifndef REDCOLL_COST_H
+#define REDCOLL_COST_H
+
+#include <stddef.h>
+
+#include "internal.h"
+
+/* The machine: alpha seconds per message, beta seconds per byte sent,
+ * gamma seconds per byte reduced (any time unit, as long as it is one). */
+typedef struct redcoll__cost_model {
+  double alpha, beta, gamma;
+} redcoll__cost_model;
+
+/* One collective call as the cost functions see it. */
+typedef struct redcoll__cost_args {
+  redcoll_coll coll;
+  int p;
+  size_t count;     /* elements: the vector, or the largest per-rank block */
+  size_t esize;     /* bytes per element */
+  size_t threshold; /* butterfly threshold b in bytes */
+  int root;
+} redcoll__cost_args;
+
+/* The predicted time of algo for the call under model cm, on the critical
+ * path of the one-ported full-duplex model of the simulator; a negative
+ * value if the cost of (coll, algo) is not modelled. */
+double redcoll__cost(redcoll_algo algo, const redcoll__cost_args *a, const redcoll__cost_model *cm);
+
+/* The cheapest algorithm registered for a->coll that accepts the operator
+ * (commutative != 0: any; else only those without
+ * REDCOLL__NEEDS_COMMUTATIVE).  Ties go to the earlier candidate of the
+ * collective's list.  *time, if not NULL, gets its predicted time. */
+redcoll_algo redcoll__cost_select(const redcoll__cost_args *a, int commutative,
+                                  const redcoll__cost_model *cm, double *time);
+
+/* Built-in cost model of a transport ("mock", "threads", "tcp"); NULL or
+ * an unknown name gives the commodity-cluster default. */
+redcoll__cost_model redcoll__cost_default(const char *transport);
+
+/* Parses a tuning file (format in docs/tuning.md) and stores the entry for
+ * transport (or the "default" entry) in *cm and, when the entry sets one,
+ * the threshold in *threshold (left alone otherwise).  REDCOLL_OK; 1 if the
+ * file has no entry that applies; REDCOLL_EINVAL for an unreadable or
+ * malformed file (the reason is logged). */
+int redcoll__tuning_read(const char *path, const char *transport, redcoll__cost_model *cm,
+                         size_t *threshold);
+
+/* Resolves the communicator's cost model once (explicit setting, then
+ * REDCOLL_COST_MODEL, then REDCOLL_TUNING_FILE, then the transport's
+ * default).  REDCOLL_EINVAL if an environment variable is malformed. */
+int redcoll__cost_resolve(redcoll_comm *c);
+
+#endif /* REDCOLL_COST_H */

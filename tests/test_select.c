@@ -1,0 +1,292 @@
+/*
+ * Automatic selection: the cost formulas against the simulator, the choice
+ * on every rank, operators that need commutativity, the cost-model
+ * settings and tuning files, and REDCOLL_ALGO_<COLL> with an unknown name.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "cost.h"
+#include "redcoll/mock.h"
+#include "test.h"
+
+/* ---- formulas versus the simulator -------------------------------------- */
+
+/* Simulated time of (coll, algo, p, count of uint8, threshold) under the
+ * model, or -1 if the run failed. */
+static double sim_time(redcoll_coll coll, redcoll_algo algo, int p, size_t count, size_t thr,
+                       const redcoll__cost_model *cm) {
+  check_case tc;
+  check_result res;
+  check_case_init(&tc);
+  tc.coll = coll;
+  tc.algo = algo;
+  tc.p = p;
+  tc.count = count;
+  tc.dtype = REDCOLL_UINT8;
+  tc.threshold = thr;
+  tc.mock.alpha = cm->alpha;
+  tc.mock.beta = cm->beta;
+  tc.mock.gamma = cm->gamma;
+  if (check_run(&tc, &res) != 0) {
+    fprintf(stderr, "run failed: %s\n", res.error);
+    return -1;
+  }
+  return res.time;
+}
+
+static double model_time(redcoll_coll coll, redcoll_algo algo, int p, size_t count, size_t thr,
+                         const redcoll__cost_model *cm) {
+  redcoll__cost_args a = {coll, p, count, 1, thr, 0};
+  return redcoll__cost(algo, &a, cm);
+}
+
+typedef struct {
+  redcoll_coll coll;
+  redcoll_algo algo;
+  int p;
+  size_t count, thr;
+} formula_case;
+
+/* Cases where the formula is the simulator's time exactly, for each term
+ * alone and for a commodity profile (counts divisible by the blocks). */
+static const formula_case exact[] = {
+    {REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_LINEAR, 5, 960, 8192},
+    {REDCOLL_COLL_REDUCE, REDCOLL_ALGO_LINEAR, 4, 960, 8192},
+    {REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_BINARY_TREE, 7, 960, 8192},
+    {REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_RECURSIVE_DOUBLING, 8, 960, 8192},
+    {REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_RECURSIVE_DOUBLING, 6, 960, 8192},
+    {REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_HALVING_DOUBLING, 8, 960, 8192},
+    {REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_HALVING_DOUBLING, 6, 960, 8192},
+    {REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_RING, 5, 960, 8192},
+    {REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_RING_SEQUENTIAL, 6, 960, 8192},
+    {REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_ALLGATHER_REDUCE, 5, 960, 8192},
+    {REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_CIRCULANT, 6, 960, 8192},
+    {REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_CIRCULANT, 13, 960, 8192},
+    {REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_ELIMINATION, 6, 960, 8192},  /* no halving */
+    {REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_ELIMINATION, 13, 960, 8192}, /* no halving */
+    {REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_ELIMINATION, 6, 960, 1},     /* all halving */
+    {REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_ELIMINATION, 12, 960, 1},
+    {REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_ELIMINATION_2TO1, 7, 960, 1},
+};
+
+static void test_formulas(void) {
+  const redcoll__cost_model profiles[] = {
+      {1, 0, 0}, {0, 1, 0}, {0, 0, 1}, {1e-5, 1e-9, 2.5e-10}};
+  for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++) {
+    const formula_case *f = &exact[i];
+    if (!redcoll_algo_supported(f->coll, f->algo)) continue;
+    for (size_t j = 0; j < sizeof profiles / sizeof profiles[0]; j++) {
+      double s = sim_time(f->coll, f->algo, f->p, f->count, f->thr, &profiles[j]);
+      double m = model_time(f->coll, f->algo, f->p, f->count, f->thr, &profiles[j]);
+      CHECK_MSG(s >= 0 && fabs(m - s) <= 1e-9 * (s > 1 ? s : 1),
+                "%s %s p=%d count=%zu b=%zu profile %zu: formula %.10g, simulator %.10g",
+                redcoll_coll_name(f->coll), redcoll_algo_name(f->algo), f->p, f->count, f->thr, j,
+                m, s);
+    }
+  }
+}
+
+/* ---- the choice --------------------------------------------------------- */
+
+typedef struct {
+  size_t count;
+  int noncomm;
+  redcoll_algo chosen[64];
+  int status[64];
+} same_arg;
+
+static int same_main(redcoll_comm *c, void *argp) {
+  same_arg *a = argp;
+  int r = redcoll_comm_rank(c), p = redcoll_comm_size(c);
+  redcoll_comm_set_cost_model(c, 1e-5, 1e-9, 2.5e-10);
+  const redcoll_op *op = a->noncomm ? check_noncomm_op() : REDCOLL_SUM;
+  redcoll_dtype dt = a->noncomm ? REDCOLL_CUSTOM : REDCOLL_FLOAT64;
+  size_t es = a->noncomm ? 16 : 8;
+  unsigned char *buf = calloc(a->count ? a->count : 1, es);
+  /* The identity matrix for the non-commutative operator: [1 0; 0 1]. */
+  if (a->noncomm) {
+    for (size_t i = 0; i < a->count; i++) {
+      uint32_t id[4] = {1, 0, 0, 1};
+      memcpy(buf + i * es, id, sizeof id);
+    }
+  }
+  int rc = redcoll_allreduce(c, REDCOLL_IN_PLACE, buf, a->count, dt, op);
+  a->status[r] = rc;
+  a->chosen[r] = redcoll_comm_last_algorithm(c);
+  (void)p;
+  free(buf);
+  return rc;
+}
+
+static void test_same_choice(void) {
+  const int ps[] = {2, 3, 6, 13, 24};
+  const size_t counts[] = {1, 100, 5000, 200000};
+  redcoll_mock_config cfg;
+  redcoll_mock_config_init(&cfg);
+  cfg.alpha = 1e-5;
+  cfg.beta = 1e-9;
+  cfg.gamma = 2.5e-10;
+  for (int nc = 0; nc < 2; nc++) {
+    for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++) {
+      for (size_t j = 0; j < sizeof counts / sizeof counts[0]; j++) {
+        if (nc && counts[j] > 5000) continue;
+        same_arg a;
+        memset(&a, 0, sizeof a);
+        a.count = counts[j];
+        a.noncomm = nc;
+        int rc = redcoll_mock_run(ps[i], &cfg, same_main, &a, NULL);
+        CHECK_MSG(rc == REDCOLL_OK, "p=%d count=%zu noncomm=%d: %s", ps[i], counts[j], nc,
+                  redcoll_status_name(rc));
+        for (int r = 1; r < ps[i]; r++)
+          CHECK_MSG(a.chosen[r] == a.chosen[0], "p=%d count=%zu: rank %d chose %s, rank 0 %s",
+                    ps[i], counts[j], r, redcoll_algo_name(a.chosen[r]),
+                    redcoll_algo_name(a.chosen[0]));
+        CHECK(a.chosen[0] != REDCOLL_ALGO_AUTO);
+        if (nc)
+          CHECK_MSG(redcoll_algo_accepts_noncommutative(REDCOLL_COLL_ALLREDUCE, a.chosen[0]),
+                    "non-commutative op got %s", redcoll_algo_name(a.chosen[0]));
+      }
+    }
+  }
+}
+
+/* The choice for a non-commutative operator never needs commutativity, for
+ * every collective and many sizes. */
+static void test_choice_respects_operator(void) {
+  redcoll__cost_model cm = {1e-5, 1e-9, 2.5e-10};
+  for (int coll = 0; coll < REDCOLL_COLL_COUNT; coll++) {
+    for (int p = 2; p <= 300; p += 7) {
+      for (size_t n = 1; n <= ((size_t)1 << 26); n *= 8) {
+        redcoll__cost_args a = {(redcoll_coll)coll, p, n, 1, 8192, 0};
+        redcoll_algo x = redcoll__cost_select(&a, 0, &cm, NULL);
+        CHECK(redcoll_algo_supported((redcoll_coll)coll, x));
+        if (coll <= REDCOLL_COLL_REDUCE_SCATTER)
+          CHECK_MSG(redcoll_algo_accepts_noncommutative((redcoll_coll)coll, x),
+                    "%s p=%d n=%zu: %s", redcoll_coll_name((redcoll_coll)coll), p, n,
+                    redcoll_algo_name(x));
+        CHECK(redcoll_algo_supported((redcoll_coll)coll, redcoll__cost_select(&a, 1, &cm, NULL)));
+      }
+    }
+  }
+  /* Commodity profile: latency-bound small vectors, bandwidth-bound large ones. */
+  if (redcoll_algo_supported(REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_CIRCULANT))
+    CHECK_INT(redcoll_cost_choose(REDCOLL_COLL_ALLREDUCE, 13, 1, 8, 8192, 1, 1e-5, 1e-9, 2.5e-10),
+              REDCOLL_ALGO_CIRCULANT);
+  redcoll_algo big =
+      redcoll_cost_choose(REDCOLL_COLL_ALLREDUCE, 13, 1 << 23, 8, 8192, 0, 1e-5, 1e-9, 2.5e-10);
+  CHECK_MSG(big != REDCOLL_ALGO_LINEAR && big != REDCOLL_ALGO_BINARY_TREE &&
+                big != REDCOLL_ALGO_RECURSIVE_DOUBLING && big != REDCOLL_ALGO_ALLGATHER_REDUCE,
+            "64 MiB on 13 ranks: %s", redcoll_algo_name(big));
+}
+
+/* ---- settings ----------------------------------------------------------- */
+
+static int settings_main(redcoll_comm *c, void *argp) {
+  (void)argp;
+  double a, b, g;
+  CHECK_INT(redcoll_comm_set_cost_model(c, -1, 0, 0), REDCOLL_EINVAL);
+  CHECK_INT(redcoll_comm_set_cost_model(c, NAN, 0, 0), REDCOLL_EINVAL);
+  CHECK_INT(redcoll_comm_set_cost_model(c, 2e-6, 3e-10, 4e-10), REDCOLL_OK);
+  CHECK_INT(redcoll_comm_get_cost_model(c, &a, &b, &g), REDCOLL_OK);
+  CHECK_DBL(a, 2e-6);
+  CHECK_DBL(b, 3e-10);
+  CHECK_DBL(g, 4e-10);
+  CHECK_INT(redcoll_comm_set_transport_name(c, "a-name-that-is-too-long"), REDCOLL_EINVAL);
+  CHECK_INT(redcoll_comm_set_transport_name(c, "tcp"), REDCOLL_OK);
+
+  char path[] = "/tmp/redcoll-tuning-XXXXXX";
+  int fd = mkstemp(path);
+  CHECK(fd >= 0);
+  if (fd < 0) return REDCOLL_OK;
+  FILE *f = fdopen(fd, "w");
+  fprintf(f, "# redcoll tuning file\n\ndefault 1e-05 1e-09 2.5e-10\n"
+             "tcp 3e-05 5e-10 2e-10   # measured\nthreads 1e-06 1e-10 2e-10\n");
+  fclose(f);
+  CHECK_INT(redcoll_comm_load_tuning(c, path), REDCOLL_OK);
+  redcoll_comm_get_cost_model(c, &a, &b, &g);
+  CHECK_DBL(a, 3e-05);
+  CHECK_DBL(b, 5e-10);
+  CHECK_DBL(g, 2e-10);
+  redcoll_comm_set_transport_name(c, "elsewhere");
+  CHECK_INT(redcoll_comm_load_tuning(c, path), REDCOLL_OK);
+  redcoll_comm_get_cost_model(c, &a, NULL, NULL);
+  CHECK_DBL(a, 1e-05);
+  /* Malformed: a missing gamma. */
+  f = fopen(path, "w");
+  fprintf(f, "tcp 3e-05 5e-10\n");
+  fclose(f);
+  CHECK_INT(redcoll_comm_load_tuning(c, path), REDCOLL_EINVAL);
+  /* No entry that applies. */
+  f = fopen(path, "w");
+  fprintf(f, "threads 1e-06 1e-10 2e-10\n");
+  fclose(f);
+  CHECK_INT(redcoll_comm_load_tuning(c, path), REDCOLL_EINVAL);
+  unlink(path);
+  CHECK_INT(redcoll_comm_load_tuning(c, path), REDCOLL_EINVAL);
+  return REDCOLL_OK;
+}
+
+static int env_main(redcoll_comm *c, void *argp) {
+  double *out = argp;
+  if (redcoll_comm_rank(c) == 0) return redcoll_comm_get_cost_model(c, &out[0], &out[1], &out[2]);
+  return REDCOLL_OK;
+}
+
+static void test_settings(void) {
+  CHECK_INT(redcoll_mock_run(1, NULL, settings_main, NULL, NULL), REDCOLL_OK);
+  double v[3] = {0, 0, 0};
+  setenv("REDCOLL_COST_MODEL", "7e-6, 2e-9, 1e-10", 1);
+  CHECK_INT(redcoll_mock_run(2, NULL, env_main, v, NULL), REDCOLL_OK);
+  CHECK_DBL(v[0], 7e-6);
+  CHECK_DBL(v[1], 2e-9);
+  CHECK_DBL(v[2], 1e-10);
+  setenv("REDCOLL_COST_MODEL", "7e-6,oops", 1);
+  CHECK_INT(redcoll_mock_run(2, NULL, env_main, v, NULL), REDCOLL_EINVAL);
+  unsetenv("REDCOLL_COST_MODEL");
+
+  char path[] = "/tmp/redcoll-tuning-XXXXXX";
+  int fd = mkstemp(path);
+  FILE *f = fdopen(fd, "w");
+  fprintf(f, "default 4e-06 3e-09 2e-10\n");
+  fclose(f);
+  setenv("REDCOLL_TUNING_FILE", path, 1);
+  CHECK_INT(redcoll_mock_run(2, NULL, env_main, v, NULL), REDCOLL_OK);
+  unsetenv("REDCOLL_TUNING_FILE");
+  unlink(path);
+  /* The mock's runner may set its own configuration explicitly (then it
+   * wins over the file); otherwise the file's default entry applies. */
+  CHECK(v[0] == 4e-06 || v[0] == 1);
+}
+
+static int nop_main(redcoll_comm *c, void *argp) {
+  (void)c;
+  (void)argp;
+  return REDCOLL_OK;
+}
+
+/* REDCOLL_ALGO_<COLL> with an unknown name fails communicator creation. */
+static void test_forcing_env(void) {
+  setenv("REDCOLL_ALGO_ALLREDUCE", "no_such_algorithm", 1);
+  int rc = redcoll_mock_run(2, NULL, nop_main, NULL, NULL);
+  CHECK_MSG(rc == REDCOLL_EINVAL, "got %s", redcoll_status_name(rc));
+  setenv("REDCOLL_ALGO_ALLREDUCE", "dissemination", 1); /* a barrier algorithm */
+  rc = redcoll_mock_run(2, NULL, nop_main, NULL, NULL);
+  CHECK_MSG(rc == REDCOLL_EINVAL, "got %s", redcoll_status_name(rc));
+  setenv("REDCOLL_ALGO_ALLREDUCE", "ring", 1);
+  CHECK_INT(redcoll_mock_run(2, NULL, nop_main, NULL, NULL), REDCOLL_OK);
+  unsetenv("REDCOLL_ALGO_ALLREDUCE");
+}
+
+int main(void) {
+  test_formulas();
+  test_same_choice();
+  test_choice_respects_operator();
+  test_settings();
+  test_forcing_env();
+  return TEST_DONE();
+}
