@@ -147,20 +147,39 @@ uint16_t redcoll__f32_to_bf16(float f) { return rc_f32_to_bf16(f); }
     }                                                     \
   } while (0)
 
+/* Instruction sets.  The x86-64 baseline the library is compiled for has
+ * only SSE2: 16-byte vectors, while glibc's memcpy picks 32- or 64-byte
+ * vectors at run time.  With 16-byte vectors a sum (two loads and a store per
+ * vector) cannot keep up with memcpy in L1 and L2.  So on x86-64 with GCC or
+ * Clang and glibc (which has the ifunc resolvers target_clones needs) every
+ * loop is compiled three times, for x86-64-v4 (AVX-512), x86-64-v3 (AVX2)
+ * and the baseline, and the dynamic loader picks one for the CPU once.  The
+ * arithmetic is the same IEEE operation in every version, so results do not
+ * depend on the version picked.  Define REDCOLL_NO_CLONES to turn this off. */
+#if !defined(REDCOLL_NO_CLONES) && defined(__x86_64__) && defined(__GLIBC__) && \
+    defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define RC_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#endif
+#endif
+#ifndef RC_CLONES
+#define RC_CLONES
+#endif
+
 /* Defines rc_run_NAME(out, left, right, n) for element type T, which picks
  * the loop that matches the aliasing of the pointers. */
 #define RC_KERNEL(NAME, T, EXPR)                                                          \
-  static void rc_k3_##NAME(T *restrict o, const T *restrict l, const T *restrict r,        \
+  RC_CLONES static void rc_k3_##NAME(T *restrict o, const T *restrict l, const T *restrict r,        \
                            size_t n) {                                                    \
     RC_LOOP(T, EXPR, l, r);                                                               \
   }                                                                                       \
-  static void rc_kl_##NAME(T *restrict o, const T *restrict r, size_t n) {                \
+  RC_CLONES static void rc_kl_##NAME(T *restrict o, const T *restrict r, size_t n) {                \
     RC_LOOP(T, EXPR, o, r);                                                               \
   }                                                                                       \
-  static void rc_kr_##NAME(T *restrict o, const T *restrict l, size_t n) {                \
+  RC_CLONES static void rc_kr_##NAME(T *restrict o, const T *restrict l, size_t n) {                \
     RC_LOOP(T, EXPR, l, o);                                                               \
   }                                                                                       \
-  static void rc_k1_##NAME(T *restrict o, size_t n) { RC_LOOP(T, EXPR, o, o); }           \
+  RC_CLONES static void rc_k1_##NAME(T *restrict o, size_t n) { RC_LOOP(T, EXPR, o, o); } \
   static void rc_run_##NAME(void *out, const void *left, const void *right, size_t n) {   \
     if (out == left) {                                                                    \
       if (out == right)                                                                   \
