@@ -308,6 +308,17 @@ typedef int (*redcoll_rank_main)(redcoll_comm *comm, void *arg);
 /* algorithms that accept non-commutative operators are v_0 (+) v_1 (+) ... */
 /* (+) v_{p-1} in rank order with one bracketing for every element, so     */
 /* every rank gets bitwise identical floating-point results.                */
+/* Statuses of every collective: REDCOLL_EINVAL (the checks above, nothing  */
+/* sent); REDCOLL_ENOTSUP (the forced algorithm does not implement the      */
+/* collective or needs a commutative operator); REDCOLL_ENOMEM (scratch);   */
+/* from the transport REDCOLL_ETRANSPORT (a peer is gone),                  */
+/* REDCOLL_ETIMEDOUT (a peer stayed silent past the timeout),               */
+/* REDCOLL_EABORTED (a peer aborted), REDCOLL_EMISMATCH (ranks called       */
+/* different collectives, counts, types, operators or roots),               */
+/* REDCOLL_EPROTO (a malformed frame), REDCOLL_EDEADLOCK (simulator only).  */
+/* After any of these but EINVAL and ENOTSUP the communicator is broken.    */
+/* A call with count 0 or on one rank returns REDCOLL_OK after the          */
+/* argument checks without choosing an algorithm or communicating.         */
 /* ------------------------------------------------------------------------ */
 
 #define REDCOLL_IN_PLACE ((const void *)1)
