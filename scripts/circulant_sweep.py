@@ -229,7 +229,10 @@ EXACT_BUDGET = 4 << 20  # p * m bytes simulated with real data up to this
 
 
 def balanced(m, p):
-    return [(m * (i + 1)) // p - (m * i) // p for i in range(p)]
+    """The library's balanced split (redcoll__block_start): the first m % p
+    blocks one element larger.  RS + AGv must use the layout circulant_rsag
+    uses, or guideline (4) compares different problems."""
+    return [m // p + (1 if i < m % p else 0) for i in range(p)]
 
 
 def t(coll, algo, p, count, counts=None, root=0, scale=1):
