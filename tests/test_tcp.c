@@ -16,10 +16,7 @@
 
 static double now_s(void) { return tcp_run__now(); }
 
-static void sleep_ms(int ms) {
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  nanosleep(&ts, NULL);
-}
+static void sleep_ms(int ms) { tcp_run_sleep_ms(ms); }
 
 /* Memory shared between the forked ranks and the parent. */
 typedef struct shared {
@@ -28,15 +25,7 @@ typedef struct shared {
   double kill_time;
 } shared;
 
-static shared *shared_new(void) {
-  shared *s = mmap(NULL, sizeof *s, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  if (s == MAP_FAILED) {
-    perror("mmap");
-    exit(2);
-  }
-  memset(s, 0, sizeof *s);
-  return s;
-}
+static shared *shared_new(void) { return tcp_run_shared(sizeof(shared)); }
 
 static int t_send(redcoll_comm *c, int dst, uint64_t tag, const void *b, size_t n) {
   return c->ops->send(c->impl, dst, tag, b, n);

@@ -59,6 +59,17 @@ typedef struct redcoll_transport_ops {
 
   /* Frees impl.  Required. */
   void (*destroy)(void *impl);
+
+  /* Optional: the per-collective deadline of redcoll_comm_set_timeout().
+   * From now on, a collective (a run of calls with one tag; a call with
+   * another tag starts the next) that has not finished ms milliseconds after
+   * its first call on this rank fails with REDCOLL_ETIMEDOUT, and the log
+   * names the peer the call was waiting for.  0 means no deadline: back to
+   * the transport's own timeout, which bounds every wait in any case.
+   * Returns REDCOLL_OK or an error that redcoll_comm_set_timeout passes on.
+   * Without this member (and outside the simulator) redcoll_comm_set_timeout
+   * returns REDCOLL_ENOTSUP. */
+  int (*set_timeout)(void *impl, uint64_t ms);
 } redcoll_transport_ops;
 
 #ifdef __cplusplus

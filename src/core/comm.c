@@ -154,7 +154,13 @@ void *redcoll__scratch(redcoll_comm *c, int which, size_t bytes) {
 
 REDCOLL_API int redcoll_comm_set_timeout(redcoll_comm *c, uint64_t ms) {
   if (c == NULL) return REDCOLL_EINVAL;
-  if (!c->timeout_ok) return REDCOLL_ENOTSUP;
+  if (c->ops->set_timeout != NULL) {
+    /* The transport measures the deadline itself. */
+    int rc = c->ops->set_timeout(c->impl, ms);
+    if (rc != REDCOLL_OK) return rc;
+  } else if (!c->timeout_ok) {
+    return REDCOLL_ENOTSUP;
+  }
   c->timeout_ms = ms;
   return REDCOLL_OK;
 }

@@ -521,7 +521,17 @@ static int wait_for(redcoll__tcp *t, wait_set *w, const char *what, int peer) {
   int rc = REDCOLL_OK;
   t->timed_out = 0;
   uv_update_time(&t->loop); /* the loop's clock is stale between calls */
-  uv_timer_start(&t->timer, on_timer, t->timeout_ms, 0);
+  /* The tighter of the wait's timeout and the collective's deadline. */
+  uint64_t ms = t->timeout_ms, now = uv_now(&t->loop);
+  int by_deadline = 0;
+  if (t->coll_timeout_ms != 0 && t->have_coll_tag) {
+    uint64_t left = t->coll_deadline > now ? t->coll_deadline - now : 0;
+    if (left <= ms) {
+      ms = left;
+      by_deadline = 1;
+    }
+  }
+  uv_timer_start(&t->timer, on_timer, ms, 0);
   while (!wait_done(w)) {
     if (t->fatal != REDCOLL_OK) {
       rc = t->fatal;
@@ -529,8 +539,14 @@ static int wait_for(redcoll__tcp *t, wait_set *w, const char *what, int peer) {
     }
     if (t->timed_out) {
       char a[64];
-      set_fatal(t, REDCOLL_ETIMEDOUT, "%s rank %d (%s) did not complete within %llu ms", what,
-                peer, peer_addr(t, peer, a, sizeof a), (unsigned long long)t->timeout_ms);
+      if (by_deadline)
+        set_fatal(t, REDCOLL_ETIMEDOUT,
+                  "%s rank %d (%s): the collective did not finish within its deadline of %llu ms",
+                  what, peer, peer_addr(t, peer, a, sizeof a),
+                  (unsigned long long)t->coll_timeout_ms);
+      else
+        set_fatal(t, REDCOLL_ETIMEDOUT, "%s rank %d (%s) did not complete within %llu ms", what,
+                  peer, peer_addr(t, peer, a, sizeof a), (unsigned long long)t->timeout_ms);
       rc = REDCOLL_ETIMEDOUT;
       break;
     }
@@ -580,6 +596,20 @@ static int call_enter(redcoll__tcp *t) {
   return REDCOLL_OK;
 }
 
+/* A call with a tag other than the last one starts a new collective: its
+ * deadline starts now (the simulator does the same). */
+static void coll_mark(redcoll__tcp *t, uint64_t tag) {
+  if (t->coll_timeout_ms == 0) {
+    t->have_coll_tag = 0;
+    return;
+  }
+  if (t->have_coll_tag && tag == t->coll_tag) return;
+  uv_update_time(&t->loop);
+  t->coll_tag = tag;
+  t->have_coll_tag = 1;
+  t->coll_deadline = uv_now(&t->loop) + t->coll_timeout_ms;
+}
+
 static int post_send(redcoll__tcp *t, redcoll__tcp_send *s) {
   redcoll__tcp_peer *p = &t->peers[s->dst];
   if (p->err_send != REDCOLL_OK) {
@@ -619,6 +649,7 @@ static int tcp_send(void *impl, int dst, uint64_t tag, const void *buf, size_t l
   if (rc != REDCOLL_OK) return rc;
   redcoll__tcp_send s = {.dst = dst, .tag = tag, .buf = buf, .len = len};
   wait_set w = {&s, NULL};
+  coll_mark(t, tag);
   rc = post_send(t, &s);
   if (rc == REDCOLL_OK) rc = wait_for(t, &w, "sending to", dst);
   t->in_call = 0;
@@ -632,6 +663,7 @@ static int tcp_recv(void *impl, int src, uint64_t tag, void *buf, size_t len) {
   if (rc != REDCOLL_OK) return rc;
   redcoll__tcp_recv r = {.src = src, .tag = tag, .buf = buf, .len = len};
   wait_set w = {NULL, &r};
+  coll_mark(t, tag);
   rc = post_recv(t, &r);
   if (rc == REDCOLL_OK) rc = wait_for(t, &w, "receiving from", src);
   t->in_call = 0;
@@ -648,6 +680,7 @@ static int tcp_sendrecv(void *impl, int dst, uint64_t stag, const void *sbuf, si
   redcoll__tcp_recv r = {.src = src, .tag = rtag, .buf = rbuf, .len = rlen};
   redcoll__tcp_send s = {.dst = dst, .tag = stag, .buf = sbuf, .len = slen};
   wait_set w = {&s, &r};
+  coll_mark(t, stag);
   /* The receive goes first, so the peer's data can flow while we send. */
   rc = post_recv(t, &r);
   if (rc == REDCOLL_OK) rc = post_send(t, &s);
@@ -731,6 +764,13 @@ static void tcp_destroy(void *impl) {
   free(t);
 }
 
+static int tcp_set_timeout(void *impl, uint64_t ms) {
+  redcoll__tcp *t = impl;
+  t->coll_timeout_ms = ms;
+  t->have_coll_tag = 0;
+  return REDCOLL_OK;
+}
+
 static const redcoll_transport_ops tcp_ops = {
     .version = REDCOLL_TRANSPORT_VERSION,
     .send = tcp_send,
@@ -739,6 +779,7 @@ static const redcoll_transport_ops tcp_ops = {
     .charge = NULL,
     .abort = tcp_abort,
     .destroy = tcp_destroy,
+    .set_timeout = tcp_set_timeout,
 };
 
 /* ---- construction --------------------------------------------------------- */

@@ -128,6 +128,12 @@ struct redcoll__tcp {
   uv_timer_t timer;
   int timer_init;
   int timed_out;
+  /* The collective deadline (redcoll_comm_set_timeout): a new tag starts a
+   * new collective, which must finish coll_timeout_ms after it started on
+   * this rank (0: none).  Times are uv_now() of the loop. */
+  uint64_t coll_timeout_ms;
+  uint64_t coll_tag, coll_deadline;
+  int have_coll_tag;
   redcoll__tcp_peer *peers;
   redcoll__tcp_conn conns; /* list head of every connection */
   int ctl_pending;         /* BYE / ABORT / HELLO writes in flight */

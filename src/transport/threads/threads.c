@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -72,6 +73,13 @@ typedef struct th_world {
 typedef struct th_impl {
   th_world *w;
   int rank;
+  /* The collective deadline (redcoll_comm_set_timeout; 0: none): a call
+   * with a tag other than the last one starts a new collective, which must
+   * finish coll_ms after its first call. */
+  uint64_t coll_ms;
+  uint64_t coll_tag;
+  int have_coll_tag;
+  struct timespec coll_deadline;
 } th_impl;
 
 /* ---- world ---------------------------------------------------------------- */
@@ -267,7 +275,22 @@ static int xfer(th_impl *t, int dst, uint64_t stag, const void *sbuf, size_t sle
   th_world *w = t->w;
   int me = t->rank;
   struct timespec deadline;
-  if (w->timeout_ms >= 0) deadline_after(&deadline, w->timeout_ms);
+  int has_deadline = w->timeout_ms >= 0, by_coll = 0;
+  if (has_deadline) deadline_after(&deadline, w->timeout_ms);
+  if (t->coll_ms != 0) {
+    uint64_t tag = dst >= 0 ? stag : rtag;
+    if (!t->have_coll_tag || tag != t->coll_tag) {
+      t->coll_tag = tag;
+      t->have_coll_tag = 1;
+      deadline_after(&t->coll_deadline, (int64_t)t->coll_ms);
+    }
+    if (!has_deadline || t->coll_deadline.tv_sec < deadline.tv_sec ||
+        (t->coll_deadline.tv_sec == deadline.tv_sec && t->coll_deadline.tv_nsec <= deadline.tv_nsec)) {
+      deadline = t->coll_deadline;
+      has_deadline = 1;
+      by_coll = 1;
+    }
+  }
 
   pthread_mutex_lock(&w->mu);
   if (w->aborted != 0) {
@@ -280,8 +303,23 @@ static int xfer(th_impl *t, int dst, uint64_t stag, const void *sbuf, size_t sle
   if (dst >= 0) try_match(w, me, dst, me);
   if (src >= 0) try_match(w, src, me, me);
   int rc = wait_slots(w, me, dst >= 0 ? &r->send : NULL, src >= 0 ? &r->recv : NULL,
-                      w->timeout_ms >= 0 ? &deadline : NULL);
+                      has_deadline ? &deadline : NULL);
   pthread_mutex_unlock(&w->mu);
+  if (rc == REDCOLL_ETIMEDOUT) {
+    char peers[48];
+    if (dst >= 0 && src >= 0 && dst != src)
+      snprintf(peers, sizeof peers, "exchanging with ranks %d and %d", dst, src);
+    else
+      snprintf(peers, sizeof peers, "%s rank %d",
+               dst >= 0 && src >= 0 ? "exchanging with" : dst >= 0 ? "sending to" : "receiving from",
+               dst >= 0 ? dst : src);
+    if (by_coll)
+      redcoll__log(0, "threads rank %d: %s: the collective did not finish within its deadline of "
+                      "%llu ms", me, peers, (unsigned long long)t->coll_ms);
+    else
+      redcoll__log(0, "threads rank %d: %s did not complete within %lld ms", me, peers,
+                   (long long)w->timeout_ms);
+  }
   return rc;
 }
 
@@ -335,6 +373,13 @@ static void th_destroy(void *impl) {
   free(t);
 }
 
+static int th_set_timeout(void *impl, uint64_t ms) {
+  th_impl *t = impl;
+  t->coll_ms = ms;
+  t->have_coll_tag = 0;
+  return REDCOLL_OK;
+}
+
 static const redcoll_transport_ops threads_ops = {
     .version = REDCOLL_TRANSPORT_VERSION,
     .send = th_send,
@@ -343,12 +388,13 @@ static const redcoll_transport_ops threads_ops = {
     .charge = NULL, /* no clock to advance */
     .abort = th_abort,
     .destroy = th_destroy,
+    .set_timeout = th_set_timeout,
 };
 
 /* The communicator of rank `rank` in w; takes a reference on w. */
 static int comm_new(th_world *w, int rank, redcoll_comm **out) {
   *out = NULL;
-  th_impl *t = malloc(sizeof *t);
+  th_impl *t = calloc(1, sizeof *t);
   if (t == NULL) return REDCOLL_ENOMEM;
   t->w = w;
   t->rank = rank;

@@ -1,0 +1,426 @@
+/*
+ * Faults on the TCP transport, with every rank a process (tcp_runner.h,
+ * which also fails a rank that leaks file descriptors, or memory under
+ * AddressSanitizer):
+ *   stop     one rank is stopped (SIGSTOP) in the middle of a stream of
+ *            allreduces: the others return REDCOLL_ETIMEDOUT (or
+ *            REDCOLL_EABORTED, told by the one that timed out) shortly after
+ *            their timeout, and the log names the stopped rank; then it is
+ *            continued (SIGCONT) and fails too, nothing hangs;
+ *   stranger clients that are not ranks connect to a rank's listening port
+ *            during a run: one sends random bytes, one sends a frame header
+ *            and stops, one connects and says nothing.  The run completes
+ *            with correct results, the garbage connection is closed and
+ *            logged, the others are closed at destroy;
+ *   otherjob a rank of another job (a world of another size) connects to a
+ *            rank of a running job: it is refused (logged), its own call
+ *            fails, the running job completes;
+ *   deadline redcoll_comm_set_timeout on TCP and on threads: a collective
+ *            whose peer does not come returns REDCOLL_ETIMEDOUT after the
+ *            deadline, not after the transport's own (longer) timeout, and
+ *            the TCP log names the peer;
+ *   kill     (kept in test_tcp: kill -9 in the middle of an allreduce).
+ */
+#include <fcntl.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include "test.h"
+#include "tcp_runner.h"
+
+#include "internal.h"
+#include "redcoll/threads.h"
+#include "transport/tcp/tcp_int.h"
+
+static double now_s(void) { return tcp_run__now(); }
+static void sleep_ms(int ms) { tcp_run_sleep_ms(ms); }
+
+/* Memory shared between the forked ranks and the parent. */
+typedef struct shared {
+  double t[16];
+  int st[16];
+  pid_t pid[16];
+  volatile int ready;
+  volatile int done;
+  char addr[64];
+  int stranger_closed[4];
+  int log_ok[16];
+  int other_rc;
+} shared;
+
+static shared *shared_new(void) { return tcp_run_shared(sizeof(shared)); }
+
+/* ---- the rank's log ------------------------------------------------------- */
+
+/* Sends this process's stderr to a file so that the test can read what the
+ * transport logged; returns the saved stderr. */
+static int log_begin(char *path, size_t n, int rank) {
+  snprintf(path, n, "/tmp/redcoll-tcp-faults-%d-%d.log", (int)getpid(), rank);
+  int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return -1;
+  fflush(stderr);
+  int saved = fcntl(2, F_DUPFD_CLOEXEC, 10);
+  dup2(fd, 2);
+  close(fd);
+  return saved;
+}
+
+/* Restores stderr and echoes the log there.  Returns 2 if a line contains
+ * needle and needle2 (if not NULL), 1 if one contains needle, else 0. */
+static int log_end(const char *path, int saved, const char *needle, const char *needle2) {
+  fflush(stderr);
+  if (saved >= 0) {
+    dup2(saved, 2);
+    close(saved);
+  }
+  FILE *f = fopen(path, "re");
+  int found = 0;
+  if (f != NULL) {
+    char line[512];
+    while (fgets(line, sizeof line, f) != NULL) {
+      fputs(line, stderr);
+      if (strstr(line, needle) == NULL) continue;
+      int k = needle2 == NULL || strstr(line, needle2) != NULL ? 2 : 1;
+      if (k > found) found = k;
+    }
+    fclose(f);
+  }
+  unlink(path);
+  return found;
+}
+
+/* ---- stop: a rank stopped with SIGSTOP ------------------------------------- */
+
+static int64_t val(int rank, size_t i) { return (int64_t)rank * 1000003 + (int64_t)i * 7 - 50; }
+
+static int rank_stop(redcoll_comm *c, void *arg) {
+  shared *sh = arg;
+  int me = redcoll_comm_rank(c), p = redcoll_comm_size(c);
+  sh->pid[me] = getpid();
+  char path[128];
+  int saved = log_begin(path, sizeof path, me);
+  CHECK_INT(redcoll_tcp_comm_set_timeout(c, 500), REDCOLL_OK);
+  size_t n = 4096;
+  int64_t *in = malloc(n * sizeof *in), *out = malloc(n * sizeof *out);
+  if (in == NULL || out == NULL) return REDCOLL_ENOMEM;
+  for (size_t i = 0; i < n; i++) in[i] = val(me, i);
+  int rc = REDCOLL_OK;
+  double t0 = now_s();
+  for (int it = 0; it < 1000000 && rc == REDCOLL_OK; it++) {
+    if (me == p - 1 && it == 20) {
+      t0 = now_s();
+      sh->t[15] = t0;
+      raise(SIGSTOP); /* until rank 0 continues it */
+    }
+    rc = redcoll_allreduce(c, in, out, n, REDCOLL_INT64, REDCOLL_SUM);
+  }
+  sh->t[me] = now_s();
+  sh->st[me] = rc;
+  if (me == 0) {
+    /* Everybody else has given up by now (or will, being aborted). */
+    sleep_ms(200);
+    kill(sh->pid[p - 1], SIGCONT);
+  }
+  free(in);
+  free(out);
+  char who[32];
+  snprintf(who, sizeof who, "rank %d", p - 1);
+  sh->log_ok[me] = log_end(path, saved, "within 500 ms", who);
+  /* The expected failures are this test's success. */
+  if (me == p - 1) return rc != REDCOLL_OK ? REDCOLL_OK : REDCOLL_EINVAL;
+  return rc == REDCOLL_ETIMEDOUT || rc == REDCOLL_EABORTED ? REDCOLL_OK : rc;
+}
+
+/* ---- stranger: clients that are not ranks -------------------------------- */
+
+static int connect_to(const char *addr) {
+  redcoll__tcp_addr a;
+  int has_host = 0;
+  if (redcoll__tcp_parse_addr(addr, strlen(addr), -1, &a, &has_host) != REDCOLL_OK) return -1;
+  int fd = socket(a.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  socklen_t len = a.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+  if (connect(fd, (struct sockaddr *)&a, len) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+/* 1 once the peer closed fd (EOF or reset), 0 if it is still open after ms. */
+static int closed_by_peer(int fd, int ms) {
+  double end = now_s() + ms / 1000.0;
+  for (;;) {
+    struct pollfd pfd = {fd, POLLIN, 0};
+    int left = (int)((end - now_s()) * 1000);
+    if (left < 0) return 0;
+    if (poll(&pfd, 1, left) <= 0) continue;
+    char b[256];
+    ssize_t r = recv(fd, b, sizeof b, 0);
+    if (r == 0 || (r < 0 && errno != EINTR && errno != EAGAIN)) return 1;
+  }
+}
+
+static void *stranger(void *arg) {
+  shared *sh = arg;
+  while (!sh->ready) sleep_ms(5);
+  /* 0: random bytes until the rank hangs up. */
+  int fd = connect_to(sh->addr);
+  if (fd >= 0) {
+    unsigned seed = 12345;
+    unsigned char junk[4096];
+    for (int k = 0; k < 64; k++) {
+      for (size_t i = 0; i < sizeof junk; i++) junk[i] = (unsigned char)(rand_r(&seed) >> 7);
+      if (send(fd, junk, sizeof junk, MSG_NOSIGNAL) < 0) break;
+    }
+    sh->stranger_closed[0] = closed_by_peer(fd, 5000);
+    close(fd);
+  }
+  /* 1: half a frame header, then silence, for the rest of the run. */
+  int fd1 = connect_to(sh->addr);
+  if (fd1 >= 0) {
+    unsigned char h[REDCOLL__TCP_HDR];
+    redcoll__tcp_encode(h, REDCOLL__FR_HELLO, 1, 3);
+    if (send(fd1, h, 10, MSG_NOSIGNAL) != 10) sh->stranger_closed[1] = -1;
+  }
+  /* 2: connects and says nothing. */
+  int fd2 = connect_to(sh->addr);
+  /* 3: a DATA frame before any HELLO. */
+  int fd3 = connect_to(sh->addr);
+  if (fd3 >= 0) {
+    unsigned char h[REDCOLL__TCP_HDR];
+    redcoll__tcp_encode(h, REDCOLL__FR_DATA, 7, (uint64_t)1 << 40);
+    send(fd3, h, sizeof h, MSG_NOSIGNAL);
+    sh->stranger_closed[3] = closed_by_peer(fd3, 5000);
+    close(fd3);
+  }
+  while (!sh->done) sleep_ms(5);
+  /* The rank destroyed its communicator: the idle ones are closed now. */
+  if (fd1 >= 0) {
+    sh->stranger_closed[1] = closed_by_peer(fd1, 5000);
+    close(fd1);
+  }
+  if (fd2 >= 0) {
+    sh->stranger_closed[2] = closed_by_peer(fd2, 5000);
+    close(fd2);
+  }
+  return NULL;
+}
+
+static int run_verified(redcoll_comm *c, int iters) {
+  int me = redcoll_comm_rank(c), p = redcoll_comm_size(c);
+  size_t n = 20000;
+  int64_t *in = malloc(n * sizeof *in), *out = malloc(n * sizeof *out);
+  if (in == NULL || out == NULL) {
+    free(in);
+    free(out);
+    return REDCOLL_ENOMEM;
+  }
+  int rc = REDCOLL_OK;
+  for (int it = 0; it < iters && rc == REDCOLL_OK; it++) {
+    for (size_t i = 0; i < n; i++) in[i] = val(me, i) + it;
+    rc = redcoll_allreduce(c, in, out, n, REDCOLL_INT64, REDCOLL_SUM);
+    if (rc != REDCOLL_OK) break;
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) {
+      int64_t want = 0;
+      for (int r = 0; r < p; r++) want += val(r, i) + it;
+      bad += out[i] != want;
+    }
+    CHECK_MSG(bad == 0, "rank %d iteration %d: %zu wrong elements", me, it, bad);
+    if (bad) rc = REDCOLL_EINVAL;
+    sleep_ms(2); /* leave the strangers time to act during the run */
+  }
+  free(in);
+  free(out);
+  return rc;
+}
+
+/* Rank 0 logs to a file and publishes its listening address; returns the
+ * saved stderr (-1 on other ranks). */
+static int publish_address(redcoll_comm *c, shared *sh, char *path, size_t n) {
+  if (redcoll_comm_rank(c) != 0) return -1;
+  int saved = log_begin(path, n, 0);
+  CHECK_INT(redcoll_tcp_comm_address(c, sh->addr, sizeof sh->addr), REDCOLL_OK);
+  sh->ready = 1;
+  return saved;
+}
+
+static int rank_stranger(redcoll_comm *c, void *arg) {
+  shared *sh = arg;
+  int me = redcoll_comm_rank(c);
+  char path[128];
+  int saved = publish_address(c, sh, path, sizeof path);
+  pthread_t th;
+  int have_th = 0;
+  if (me == 1) have_th = pthread_create(&th, NULL, stranger, sh) == 0;
+  int rc = run_verified(c, 150);
+  sh->st[me] = rc;
+  if (me == 0) sh->log_ok[0] = log_end(path, saved, "dropped a connection", NULL);
+  if (me == 1 && have_th) {
+    /* The strangers' last checks need rank 0 gone; rank 0 waits for no
+     * one, so let it finish first. */
+    double end = now_s() + 20;
+    while (sh->t[0] == 0 && now_s() < end) sleep_ms(5);
+    sh->done = 1;
+    pthread_join(th, NULL);
+  }
+  if (me == 0) sh->t[0] = now_s(); /* rank 0 is about to destroy */
+  return rc;
+}
+
+/* ---- otherjob: a rank of another job -------------------------------------- */
+
+static int rank_job(redcoll_comm *c, void *arg) {
+  shared *sh = arg;
+  int me = redcoll_comm_rank(c);
+  char path[128];
+  int saved = publish_address(c, sh, path, sizeof path);
+  if (me == 1) {
+    /* A job of 2 ranks whose rank 1 is listed at rank 0's address. */
+    while (!sh->ready) sleep_ms(5);
+    pid_t pid = fork();
+    if (pid == 0) {
+      int lfd = -1;
+      int port = tcp_run__port(0, &lfd);
+      char hosts[160];
+      snprintf(hosts, sizeof hosts, "127.0.0.1:%d,%s", port, sh->addr);
+      redcoll_tcp_config cfg;
+      redcoll_tcp_config_init(&cfg);
+      cfg.rank = 0;
+      cfg.size = 2;
+      cfg.hosts = hosts;
+      cfg.timeout_ms = 3000;
+      redcoll_comm *o = NULL;
+      int rc = redcoll_tcp_comm_create(&cfg, &o);
+      close(lfd);
+      if (rc == REDCOLL_OK) {
+        uint64_t v = 42;
+        rc = o->ops->send(o->impl, 1, 1, &v, sizeof v);
+        if (rc == REDCOLL_OK) rc = o->ops->recv(o->impl, 1, 1, &v, sizeof v);
+      }
+      redcoll_comm_destroy(o);
+      sh->other_rc = rc;
+      _exit(0);
+    }
+    int ws;
+    if (pid > 0) waitpid(pid, &ws, 0);
+  }
+  int rc = run_verified(c, 40);
+  sh->st[me] = rc;
+  if (me == 0) sh->log_ok[0] = log_end(path, saved, "another size", NULL);
+  return rc;
+}
+
+/* ---- deadline: redcoll_comm_set_timeout ----------------------------------- */
+
+/* The last rank comes 1.5 s late to an allreduce; the others have a 300 ms
+ * deadline and the transport's own timeout is a minute. */
+static int rank_deadline(redcoll_comm *c, void *arg) {
+  shared *sh = arg;
+  int me = redcoll_comm_rank(c), p = redcoll_comm_size(c);
+  char path[128];
+  int tcp = redcoll_tcp_comm_address(c, path, sizeof path) == REDCOLL_OK;
+  int saved = tcp && me == 0 ? log_begin(path, sizeof path, me) : -1;
+  int64_t v = me, sum = 0;
+  int rc = REDCOLL_OK;
+  /* A first collective within the deadline. */
+  CHECK_INT(redcoll_comm_set_timeout(c, 300), REDCOLL_OK);
+  CHECK_INT(redcoll_comm_get_timeout(c), 300);
+  rc = redcoll_allreduce(c, &v, &sum, 1, REDCOLL_INT64, REDCOLL_SUM);
+  CHECK_INT(rc, REDCOLL_OK);
+  CHECK_INT(sum, (int64_t)p * (p - 1) / 2);
+  if (me == p - 1) sleep_ms(1500);
+  double t0 = now_s();
+  rc = redcoll_allreduce(c, &v, &sum, 1, REDCOLL_INT64, REDCOLL_SUM);
+  sh->t[me] = now_s() - t0;
+  sh->st[me] = rc;
+  if (saved >= 0) {
+    char who[32];
+    snprintf(who, sizeof who, "rank %d", p - 1);
+    sh->log_ok[me] = log_end(path, saved, "deadline of 300 ms", who);
+  }
+  return REDCOLL_OK;
+}
+
+static int want(int argc, char **argv, const char *part) {
+  return argc < 2 || strcmp(argv[1], part) == 0;
+}
+
+int main(int argc, char **argv) {
+  /* Warnings (dropped connections) and errors reach the ranks' logs. */
+  setenv("REDCOLL_LOG_LEVEL", "warn", 1);
+  shared *sh = shared_new();
+  tcp_run_opts o;
+  if (want(argc, argv, "stop")) {
+    /* With 2 ranks, rank 0 waits for the stopped one itself and must name
+     * it; with more, the rank that times out first may be waiting for a
+     * rank that waits for the stopped one. */
+    for (int p = 2; p <= 4; p += 2) {
+      memset(sh, 0, sizeof *sh);
+      memset(&o, 0, sizeof o);
+      o.deadline_s = 60;
+      int rc = tcp_run_opts_run(p, rank_stop, sh, &o);
+      CHECK_MSG(rc == REDCOLL_OK, "stop on %d ranks: %s", p, redcoll_status_name(rc));
+      int timed_out = 0, logged = 0, named = 0;
+      for (int r = 0; r < p - 1; r++) {
+        CHECK_MSG(sh->st[r] == REDCOLL_ETIMEDOUT || sh->st[r] == REDCOLL_EABORTED, "rank %d: %s",
+                  r, redcoll_status_name(sh->st[r]));
+        double took = sh->t[r] - sh->t[15];
+        CHECK_MSG(took >= 0.4 && took < 5.0, "rank %d gave up %.3f s after the stop", r, took);
+        timed_out += sh->st[r] == REDCOLL_ETIMEDOUT;
+        logged += sh->log_ok[r] >= 1;
+        named += sh->log_ok[r] == 2;
+      }
+      CHECK(timed_out >= 1);
+      CHECK_MSG(logged >= 1, "no rank logged its timeout");
+      if (p == 2) CHECK_MSG(named >= 1, "the log does not name rank %d", p - 1);
+    }
+  }
+  if (want(argc, argv, "stranger")) {
+    memset(sh, 0, sizeof *sh);
+    memset(&o, 0, sizeof o);
+    o.deadline_s = 120;
+    int rc = tcp_run_opts_run(3, rank_stranger, sh, &o);
+    CHECK_MSG(rc == REDCOLL_OK, "stranger: %s", redcoll_status_name(rc));
+    CHECK_MSG(sh->stranger_closed[0] == 1, "the random-bytes client was not closed");
+    CHECK_MSG(sh->stranger_closed[1] == 1, "the half-header client was not closed at destroy");
+    CHECK_MSG(sh->stranger_closed[2] == 1, "the silent client was not closed at destroy");
+    CHECK_MSG(sh->stranger_closed[3] == 1, "the DATA-without-HELLO client was not closed");
+    CHECK_MSG(sh->log_ok[0], "rank 0 did not log the dropped connection");
+  }
+  if (want(argc, argv, "otherjob")) {
+    memset(sh, 0, sizeof *sh);
+    memset(&o, 0, sizeof o);
+    o.deadline_s = 120;
+    int rc = tcp_run_opts_run(3, rank_job, sh, &o);
+    CHECK_MSG(rc == REDCOLL_OK, "otherjob: %s", redcoll_status_name(rc));
+    CHECK_MSG(sh->other_rc != REDCOLL_OK, "the other job's rank was let in");
+    CHECK_MSG(sh->log_ok[0], "rank 0 did not log the refused rank");
+  }
+  if (want(argc, argv, "deadline")) {
+    memset(sh, 0, sizeof *sh);
+    CHECK_INT(tcp_run(2, rank_deadline, sh), REDCOLL_OK);
+    CHECK_INT(sh->st[0], REDCOLL_ETIMEDOUT);
+    CHECK_MSG(sh->t[0] >= 0.29 && sh->t[0] < 1.4, "TCP: timed out after %.3f s", sh->t[0]);
+    CHECK_MSG(sh->log_ok[0] == 2, "TCP: the log does not name rank 1 and the deadline");
+    /* Rank 1 may still complete: rank 0's data was sent before it gave up. */
+    CHECK(sh->st[1] == REDCOLL_OK || sh->st[1] == REDCOLL_EABORTED);
+    memset(sh, 0, sizeof *sh);
+    redcoll_threads_config tc;
+    redcoll_threads_config_init(&tc);
+    tc.timeout_ms = 60000;
+    CHECK_INT(redcoll_threads_run_config(3, &tc, rank_deadline, sh, NULL), REDCOLL_OK);
+    for (int r = 0; r < 2; r++) {
+      CHECK_MSG(sh->st[r] == REDCOLL_ETIMEDOUT || sh->st[r] == REDCOLL_EABORTED, "threads rank %d: %s",
+                r, redcoll_status_name(sh->st[r]));
+      CHECK_MSG(sh->t[r] < 1.4, "threads rank %d gave up after %.3f s", r, sh->t[r]);
+    }
+    CHECK(sh->st[0] == REDCOLL_ETIMEDOUT || sh->st[1] == REDCOLL_ETIMEDOUT);
+  }
+  munmap(sh, sizeof *sh);
+  return TEST_DONE();
+}
