@@ -130,8 +130,9 @@ static double elimination_2to1(const mach *M, const redcoll__cost_args *a) {
   double m = (double)n * (double)es;
   double time = butterfly(M, k, h, n, es, 1);
   if ((p & (p - 1)) == 0) return time;
-  time += rnd(M, m, m); /* 2i sends its vector to 2i+1 */
-  if (a->coll != REDCOLL_COLL_REDUCE) time += rnd(M, m, 0); /* the result back */
+  /* 2i sends its vector to 2i+1; at the end the result goes back to 2i
+   * (allreduce), or the gather to the root takes as long (reduce). */
+  time += rnd(M, m, m) + rnd(M, m, 0);
   return time;
 }
 
