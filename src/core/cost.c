@@ -292,7 +292,7 @@ static double binary_tree(const mach *M, const redcoll__cost_args *a) {
   case REDCOLL_COLL_ALLREDUCE:
     return q * rnd(M, m, m) + q * rnd(M, m, 0);
   case REDCOLL_COLL_REDUCE:
-    return q * rnd(M, m, m) + (a->root != 0 ? rnd(M, m, 0) : 0);
+    return q * rnd(M, m, m); /* the tree is rooted at the root: no forwarding */
   case REDCOLL_COLL_BCAST:
     return q * rnd(M, m, 0);
   default:

@@ -754,6 +754,10 @@ static void *rank_thread(void *p) {
   if (status == REDCOLL_OK) {
     r->comm = comm;
     comm->timeout_ok = 1; /* mock_call reads comm->timeout_ms */
+    /* AUTO chooses with the simulator's own cost model unless told otherwise. */
+    redcoll_comm_set_transport_name(comm, "mock");
+    if (getenv("REDCOLL_COST_MODEL") == NULL)
+      redcoll_comm_set_cost_model(comm, run->cfg.alpha, run->cfg.beta, run->cfg.gamma);
     status = run->fn(comm, run->arg);
   }
   r->st.time = r->clock;
