@@ -29,8 +29,11 @@ static int rec_sendrecv(void *impl, int dst, uint64_t stag, const void *sbuf, si
 }
 static void rec_destroy(void *impl) { ((rec *)impl)->destroyed++; }
 
-static const redcoll_transport_ops rec_ops = {
-    REDCOLL_TRANSPORT_VERSION, rec_send, rec_recv, rec_sendrecv, NULL, NULL, rec_destroy};
+static const redcoll_transport_ops rec_ops = {.version = REDCOLL_TRANSPORT_VERSION,
+                                             .send = rec_send,
+                                             .recv = rec_recv,
+                                             .sendrecv = rec_sendrecv,
+                                             .destroy = rec_destroy};
 
 static rec state;
 static redcoll_comm *make(int rank, int size) {
