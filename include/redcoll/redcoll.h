@@ -353,7 +353,8 @@ REDCOLL_API int redcoll_gather(redcoll_comm *c, const void *sendbuf, void *recvb
                                redcoll_dtype dt, int root);
 /* Rank i gets block i (count elements) of the root's sendbuf, which holds p
  * blocks; sendbuf is ignored off the root.  REDCOLL_IN_PLACE as recvbuf
- * only at the root: its block stays where it is in sendbuf. */
+ * (cast: (void *)REDCOLL_IN_PLACE) only at the root: its block stays where
+ * it is in sendbuf. */
 REDCOLL_API int redcoll_scatter(redcoll_comm *c, const void *sendbuf, void *recvbuf, size_t count,
                                 redcoll_dtype dt, int root);
 /* buf of root is copied to buf of every rank. */
