@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what redcoll needs on Debian/Ubuntu, only what is missing:
-# a C compiler, meson, ninja, pkg-config, libuv (and graphviz with --docs).
+# a C compiler, meson, ninja, pkg-config, libuv, libsodium (for REDCOLL_SECRET)
+# (and graphviz with --docs).
 set -euo pipefail
 want=()
 command -v cc >/dev/null 2>&1 || want+=(gcc)
@@ -10,6 +11,7 @@ command -v meson >/dev/null 2>&1 || want+=(meson)
 command -v ninja >/dev/null 2>&1 || want+=(ninja-build)
 command -v pkg-config >/dev/null 2>&1 || want+=(pkg-config)
 pkg-config --exists libuv 2>/dev/null || want+=(libuv1-dev)
+pkg-config --exists libsodium 2>/dev/null || want+=(libsodium-dev)
 if [ "${1:-}" = "--docs" ]; then
   command -v dot >/dev/null 2>&1 || want+=(graphviz)
 fi

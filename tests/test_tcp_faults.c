@@ -19,6 +19,11 @@
  *            whose peer does not come returns REDCOLL_ETIMEDOUT after the
  *            deadline, not after the transport's own (longer) timeout, and
  *            the TCP log names the peer;
+ *   secret   with a shared secret: the right one works (collectives and
+ *            aborts), a wrong one or none on one side is refused on both
+ *            sides with a clear log line and nothing hangs; a stranger that
+ *            knows the wire format but not the secret cannot pose as a rank;
+ *            a build without libsodium refuses a secret with ENOTSUP;
  *   kill     (kept in test_tcp: kill -9 in the middle of an allreduce).
  */
 #include <fcntl.h>
@@ -197,8 +202,9 @@ static void *stranger(void *arg) {
     sh->stranger_closed[3] = closed_by_peer(fd3, 5000);
     close(fd3);
   }
-  while (!sh->done) sleep_ms(5);
-  /* The rank destroyed its communicator: the idle ones are closed now. */
+  /* Rank 0 destroys its communicator: the idle ones are closed then. */
+  double end = now_s() + 20;
+  while (sh->t[0] == 0 && now_s() < end) sleep_ms(5);
   if (fd1 >= 0) {
     sh->stranger_closed[1] = closed_by_peer(fd1, 5000);
     close(fd1);
@@ -249,27 +255,30 @@ static int publish_address(redcoll_comm *c, shared *sh, char *path, size_t n) {
   return saved;
 }
 
-static int rank_stranger(redcoll_comm *c, void *arg) {
-  shared *sh = arg;
+/* Rank 1 runs `client` in a thread against rank 0's listening port while
+ * every rank runs `iters` verified allreduces; rank 0's log must contain
+ * needle.  With wait, rank 1 starts once the client set sh->done; the
+ * client may wait for sh->t[0] (rank 0 about to destroy). */
+static int run_with_client(redcoll_comm *c, shared *sh, void *(*client)(void *), int wait,
+                           int iters, const char *needle) {
   int me = redcoll_comm_rank(c);
   char path[128];
   int saved = publish_address(c, sh, path, sizeof path);
   pthread_t th;
-  int have_th = 0;
-  if (me == 1) have_th = pthread_create(&th, NULL, stranger, sh) == 0;
-  int rc = run_verified(c, 150);
+  int have_th = me == 1 && pthread_create(&th, NULL, client, sh) == 0;
+  for (int i = 0; have_th && wait && i < 5000 && !sh->done; i++) sleep_ms(1);
+  int rc = run_verified(c, iters);
   sh->st[me] = rc;
-  if (me == 0) sh->log_ok[0] = log_end(path, saved, "dropped a connection", NULL);
-  if (me == 1 && have_th) {
-    /* The strangers' last checks need rank 0 gone; rank 0 waits for no
-     * one, so let it finish first. */
-    double end = now_s() + 20;
-    while (sh->t[0] == 0 && now_s() < end) sleep_ms(5);
-    sh->done = 1;
-    pthread_join(th, NULL);
+  if (me == 0) {
+    sh->log_ok[0] = log_end(path, saved, needle, NULL);
+    sh->t[0] = now_s(); /* about to destroy */
   }
-  if (me == 0) sh->t[0] = now_s(); /* rank 0 is about to destroy */
+  if (have_th) pthread_join(th, NULL);
   return rc;
+}
+
+static int rank_stranger(redcoll_comm *c, void *arg) {
+  return run_with_client(c, arg, stranger, 0, 150, "dropped a connection");
 }
 
 /* ---- otherjob: a rank of another job -------------------------------------- */
@@ -346,6 +355,59 @@ static int rank_deadline(redcoll_comm *c, void *arg) {
   return REDCOLL_OK;
 }
 
+/* ---- secret: authentication ---------------------------------------------- */
+
+#ifdef REDCOLL_HAVE_SODIUM
+/* Every rank runs verified allreduces; those whose secret differs from
+ * rank 0's are expected to fail, and so is everybody when any secret
+ * differs (the communicator of a refused peer never completes). */
+static int rank_secret(redcoll_comm *c, void *arg) {
+  shared *sh = arg;
+  int me = redcoll_comm_rank(c);
+  char path[128];
+  int saved = log_begin(path, sizeof path, me);
+  double t0 = now_s();
+  int rc = run_verified(c, 5);
+  sh->t[me] = now_s() - t0;
+  sh->st[me] = rc;
+  sh->log_ok[me] = log_end(path, saved, "secret", NULL);
+  return REDCOLL_OK;
+}
+
+/* A stranger that speaks the protocol claims to be rank 1 before rank 1
+ * connects, without the secret: refused, and the run completes. */
+static void *impostor(void *arg) {
+  shared *sh = arg;
+  while (!sh->ready) sleep_ms(2);
+  int fd = connect_to(sh->addr);
+  if (fd < 0) return NULL;
+  unsigned char m[2 * REDCOLL__TCP_HDR + REDCOLL__AUTH_NONCE + REDCOLL__AUTH_MAC];
+  redcoll__tcp_encode(m, REDCOLL__FR_HELLO, 1, 3);
+  redcoll__tcp_encode(m + REDCOLL__TCP_HDR, REDCOLL__FR_AUTH, REDCOLL__AUTH_C1, REDCOLL__AUTH_NONCE);
+  memset(m + 2 * REDCOLL__TCP_HDR, 7, REDCOLL__AUTH_NONCE);
+  send(fd, m, 2 * REDCOLL__TCP_HDR + REDCOLL__AUTH_NONCE, MSG_NOSIGNAL);
+  /* Read the challenge, answer garbage. */
+  unsigned char in[REDCOLL__TCP_HDR + REDCOLL__AUTH_NONCE + REDCOLL__AUTH_MAC];
+  size_t got = 0;
+  while (got < sizeof in) {
+    ssize_t r = recv(fd, in + got, sizeof in - got, 0);
+    if (r <= 0) break;
+    got += (size_t)r;
+  }
+  redcoll__tcp_encode(m, REDCOLL__FR_AUTH, REDCOLL__AUTH_C3, REDCOLL__AUTH_MAC);
+  memset(m + REDCOLL__TCP_HDR, 9, REDCOLL__AUTH_MAC);
+  send(fd, m, REDCOLL__TCP_HDR + REDCOLL__AUTH_MAC, MSG_NOSIGNAL);
+  sh->stranger_closed[0] = got == sizeof in ? closed_by_peer(fd, 5000) : -1;
+  close(fd);
+  sh->done = 1;
+  return NULL;
+}
+
+static int rank_impostor(redcoll_comm *c, void *arg) {
+  return run_with_client(c, arg, impostor, 1, 10, "authentication failed");
+}
+#endif
+
 static int want(int argc, char **argv, const char *part) {
   return argc < 2 || strcmp(argv[1], part) == 0;
 }
@@ -420,6 +482,45 @@ int main(int argc, char **argv) {
       CHECK_MSG(sh->t[r] < 1.4, "threads rank %d gave up after %.3f s", r, sh->t[r]);
     }
     CHECK(sh->st[0] == REDCOLL_ETIMEDOUT || sh->st[1] == REDCOLL_ETIMEDOUT);
+  }
+  if (want(argc, argv, "secret")) {
+#ifdef REDCOLL_HAVE_SODIUM
+    /* The same secret everywhere: works. */
+    memset(sh, 0, sizeof *sh);
+    memset(&o, 0, sizeof o);
+    for (int r = 0; r < 3; r++) o.secrets[r] = "open sesame";
+    CHECK_INT(tcp_run_opts_run(3, rank_secret, sh, &o), REDCOLL_OK);
+    for (int r = 0; r < 3; r++) CHECK_MSG(sh->st[r] == REDCOLL_OK, "rank %d: %s", r,
+                                          redcoll_status_name(sh->st[r]));
+    /* A wrong secret, then none, on rank 1 of 2: both fail, promptly (the
+     * timeout is a minute), and say why. */
+    for (int k = 0; k < 3; k++) {
+      memset(sh, 0, sizeof *sh);
+      memset(&o, 0, sizeof o);
+      o.deadline_s = 60;
+      o.secrets[0] = k == 2 ? NULL : "open sesame";
+      o.secrets[1] = k == 0 ? "open barley" : k == 1 ? NULL : "open sesame";
+      CHECK_INT(tcp_run_opts_run(2, rank_secret, sh, &o), REDCOLL_OK);
+      for (int r = 0; r < 2; r++) {
+        CHECK_MSG(sh->st[r] == REDCOLL_EPROTO || sh->st[r] == REDCOLL_EABORTED,
+                  "case %d rank %d: %s", k, r, redcoll_status_name(sh->st[r]));
+        CHECK_MSG(sh->t[r] < 10.0, "case %d rank %d took %.2f s", k, r, sh->t[r]);
+        CHECK_MSG(sh->log_ok[r] != 0, "case %d rank %d did not log why", k, r);
+      }
+    }
+    /* An impostor without the secret. */
+    memset(sh, 0, sizeof *sh);
+    memset(&o, 0, sizeof o);
+    for (int r = 0; r < 3; r++) o.secrets[r] = "open sesame";
+    CHECK_INT(tcp_run_opts_run(3, rank_impostor, sh, &o), REDCOLL_OK);
+    CHECK_MSG(sh->stranger_closed[0] == 1, "the impostor was not refused (%d)", sh->stranger_closed[0]);
+    CHECK_MSG(sh->log_ok[0], "rank 0 did not log the failed authentication");
+#else
+    memset(&o, 0, sizeof o);
+    o.secrets[0] = o.secrets[1] = "open sesame";
+    CHECK_INT(tcp_run_opts_run(2, rank_deadline, sh, &o), REDCOLL_ENOTSUP);
+    printf("note: built without libsodium; only the refusal of a secret was tested\n");
+#endif
   }
   munmap(sh, sizeof *sh);
   return TEST_DONE();

@@ -22,6 +22,10 @@
  * the transport reads its header and then stops reading from that peer until
  * the receive is posted (back-pressure, nothing buffered in user space).
  *
+ * Strangers.  A connection that is not from a rank of this job (malformed
+ * frames, another world size, a failed authentication) is closed and logged
+ * at level warn or error; it does not disturb the running collectives.
+ *
  * Failures.  A peer whose process dies or whose connection breaks makes every
  * waiting and later call of this rank return REDCOLL_ETRANSPORT; a rank that
  * aborts (after any error) tells all its peers, whose calls then return
@@ -72,8 +76,15 @@ typedef struct redcoll_tcp_config {
    * address of a matching interface in the master's (or hosts') address
    * family is used. */
   const char *ifname;
-  /* Reserved for authentication of peers (a later version); must be NULL
-   * or empty for now. */
+  /* Optional shared secret (NULL or empty: none).  With one, every
+   * connection between ranks starts with a mutual challenge-response
+   * (HMAC-SHA256 with the SHA-256 of the secret as key, over both ranks'
+   * random nonces, both ranks and the size); a peer without it, or with
+   * another, is refused on both sides (REDCOLL_EPROTO, the reason at log
+   * level error).  Every rank of a job must use the same secret or none.
+   * The rendezvous itself is not authenticated: a forged address table
+   * can only make connections fail.  Needs a build with libsodium;
+   * otherwise creating the communicator fails with REDCOLL_ENOTSUP. */
   const char *secret;
 } redcoll_tcp_config;
 
@@ -105,8 +116,10 @@ REDCOLL_API int redcoll_tcp_comm_create(const redcoll_tcp_config *cfg, redcoll_c
 /* redcoll_tcp_config_from_env + redcoll_tcp_comm_create. */
 REDCOLL_API int redcoll_tcp_comm_create_from_env(redcoll_comm **out);
 
-/* Changes the timeout of a TCP communicator (0: the default).  Returns
- * REDCOLL_EINVAL if c is not a TCP communicator. */
+/* Changes the timeout of every wait of a TCP communicator (0: the
+ * default).  redcoll_comm_set_timeout() sets a deadline for each whole
+ * collective on top of it.  Returns REDCOLL_EINVAL if c is not a TCP
+ * communicator. */
 REDCOLL_API int redcoll_tcp_comm_set_timeout(redcoll_comm *c, uint64_t timeout_ms);
 
 /* The address this rank listens on, as "ip:port" or "[ip6]:port", into buf

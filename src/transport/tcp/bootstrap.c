@@ -738,10 +738,8 @@ static int boot_master(redcoll__tcp *t, const redcoll_tcp_config *cfg) {
 int redcoll__tcp_bootstrap(redcoll__tcp *t, const redcoll_tcp_config *cfg) {
   int has_hosts = cfg->hosts != NULL && *cfg->hosts != '\0';
   int has_master = cfg->master != NULL && *cfg->master != '\0';
-  if (cfg->secret != NULL && *cfg->secret != '\0') {
-    redcoll__log(0, "tcp rank %d: REDCOLL_SECRET is not supported yet", t->rank);
-    return REDCOLL_ENOTSUP;
-  }
+  int rc = redcoll__tcp_auth_init(t, cfg->secret);
+  if (rc != REDCOLL_OK) return rc;
   if (has_hosts && has_master) {
     redcoll__log(0, "tcp rank %d: set either REDCOLL_HOSTS or REDCOLL_MASTER, not both", t->rank);
     return REDCOLL_EINVAL;

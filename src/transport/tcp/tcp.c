@@ -19,35 +19,70 @@
 
 /* ---- frame header ------------------------------------------------------- */
 
-static void put_le(unsigned char *p, uint64_t v, int n) {
-  for (int i = 0; i < n; i++) p[i] = (unsigned char)(v >> (8 * i));
-}
+#ifdef REDCOLL_HAVE_SODIUM
+#include <sodium.h>
+#endif
 
-static uint64_t get_le(const unsigned char *p, int n) {
-  uint64_t v = 0;
-  for (int i = n - 1; i >= 0; i--) v = v << 8 | p[i];
-  return v;
-}
+/* ---- authentication ------------------------------------------------------- */
 
-void redcoll__tcp_encode(unsigned char *out, unsigned type, uint64_t tag, uint64_t len) {
-  put_le(out, REDCOLL__TCP_MAGIC, 4);
-  out[4] = REDCOLL__TCP_VERSION;
-  out[5] = (unsigned char)type;
-  out[6] = out[7] = 0;
-  put_le(out + 8, tag, 8);
-  put_le(out + 16, len, 8);
-}
-
-int redcoll__tcp_decode(const unsigned char *in, redcoll__tcp_frame *f) {
-  if (get_le(in, 4) != REDCOLL__TCP_MAGIC || in[4] != REDCOLL__TCP_VERSION || in[6] != 0 ||
-      in[7] != 0)
-    return REDCOLL_EPROTO;
-  f->type = in[5];
-  if (f->type < REDCOLL__FR_DATA || f->type > REDCOLL__FR_TABLE) return REDCOLL_EPROTO;
-  f->tag = get_le(in + 8, 8);
-  f->len = get_le(in + 16, 8);
+int redcoll__tcp_auth_init(redcoll__tcp *t, const char *secret) {
+  t->auth = 0;
+  if (secret == NULL || *secret == '\0') return REDCOLL_OK;
+#ifdef REDCOLL_HAVE_SODIUM
+  if (sodium_init() < 0) {
+    redcoll__log(0, "tcp rank %d: libsodium failed to initialize", t->rank);
+    return REDCOLL_ENOTSUP;
+  }
+  crypto_hash_sha256(t->key, (const unsigned char *)secret, strlen(secret));
+  t->auth = 1;
   return REDCOLL_OK;
+#else
+  redcoll__log(0,
+               "tcp rank %d: a secret (REDCOLL_SECRET) is set but this build of redcoll has no "
+               "crypto library (libsodium) to authenticate with; rebuild with libsodium-dev",
+               t->rank);
+  return REDCOLL_ENOTSUP;
+#endif
 }
+
+#ifdef REDCOLL_HAVE_SODIUM
+/* The MAC of role 'C' or 'S' over both nonces, both ranks and the size. */
+static void auth_mac(const redcoll__tcp *t, unsigned char *out, char role, const unsigned char *nc,
+                     const unsigned char *ns, int client, int server) {
+  unsigned char m[16 + 1 + 2 * REDCOLL__AUTH_NONCE + 12];
+  size_t n = 0;
+  memcpy(m, "redcoll-auth-v1", 16);
+  n = 16;
+  m[n++] = (unsigned char)role;
+  memcpy(m + n, nc, REDCOLL__AUTH_NONCE);
+  n += REDCOLL__AUTH_NONCE;
+  memcpy(m + n, ns, REDCOLL__AUTH_NONCE);
+  n += REDCOLL__AUTH_NONCE;
+  redcoll__tcp_put_le(m + n, (uint64_t)client, 4);
+  redcoll__tcp_put_le(m + n + 4, (uint64_t)server, 4);
+  redcoll__tcp_put_le(m + n + 8, (uint64_t)t->size, 4);
+  n += 12;
+  crypto_auth_hmacsha256_state st;
+  crypto_auth_hmacsha256_init(&st, t->key, sizeof t->key);
+  crypto_auth_hmacsha256_update(&st, m, n);
+  crypto_auth_hmacsha256_final(&st, out);
+}
+static void auth_nonce(unsigned char *out) { randombytes_buf(out, REDCOLL__AUTH_NONCE); }
+static int auth_equal(const unsigned char *a, const unsigned char *b) {
+  return crypto_verify_32(a, b) == 0;
+}
+#else
+static void auth_mac(const redcoll__tcp *t, unsigned char *out, char role, const unsigned char *nc,
+                     const unsigned char *ns, int client, int server) {
+  (void)t, (void)role, (void)nc, (void)ns, (void)client, (void)server;
+  memset(out, 0, REDCOLL__AUTH_MAC);
+}
+static void auth_nonce(unsigned char *out) { memset(out, 0, REDCOLL__AUTH_NONCE); }
+static int auth_equal(const unsigned char *a, const unsigned char *b) {
+  (void)a, (void)b;
+  return 0; /* never: t->auth is never set without the library */
+}
+#endif
 
 /* ---- helpers -------------------------------------------------------------- */
 
@@ -153,12 +188,15 @@ static void conn_read_stop(redcoll__tcp_conn *c) {
 typedef struct ctl_write {
   uv_write_t req;
   redcoll__tcp *t;
-  unsigned char hdr[REDCOLL__TCP_HDR];
+  redcoll__tcp_conn *close_after; /* closed once the frame is out */
+  unsigned char hdr[REDCOLL__TCP_HDR + REDCOLL__AUTH_NONCE + REDCOLL__AUTH_MAC];
 } ctl_write;
 
 static void on_ctl_written(uv_write_t *req, int status) {
   ctl_write *w = (ctl_write *)req;
+  (void)status;
   w->t->ctl_pending--;
+  if (w->close_after != NULL) conn_close(w->close_after);
   free(w);
 }
 
@@ -168,18 +206,50 @@ static void on_hello_written(uv_write_t *req, int status) {
   c->t->ctl_pending--;
 }
 
-static void ctl_send(redcoll__tcp_conn *c, unsigned type, uint64_t tag) {
+/* Writes a frame (n bytes of frame, header and payload, at most
+ * sizeof hdr); with close, closes c once it is out. */
+static void ctl_write_bytes(redcoll__tcp_conn *c, const unsigned char *frame, size_t n, int close) {
   if (c->closing) return;
   ctl_write *w = malloc(sizeof *w);
-  if (w == NULL) return; /* best effort: the peer will see the close instead */
+  if (w == NULL || n > sizeof w->hdr) { /* best effort: the peer will see the close instead */
+    free(w);
+    if (close) conn_close(c);
+    return;
+  }
   w->t = c->t;
-  redcoll__tcp_encode(w->hdr, type, tag, 0);
-  uv_buf_t b = uv_buf_init((char *)w->hdr, REDCOLL__TCP_HDR);
+  w->close_after = close ? c : NULL;
+  memcpy(w->hdr, frame, n);
+  uv_buf_t b = uv_buf_init((char *)w->hdr, (unsigned)n);
   if (uv_write(&w->req, (uv_stream_t *)&c->h, &b, 1, on_ctl_written) != 0) {
     free(w);
+    if (close) conn_close(c);
     return;
   }
   c->t->ctl_pending++;
+}
+
+static void ctl_write_frame(redcoll__tcp_conn *c, unsigned type, uint64_t tag, int close) {
+  unsigned char h[REDCOLL__TCP_HDR];
+  redcoll__tcp_encode(h, type, tag, 0);
+  ctl_write_bytes(c, h, sizeof h, close);
+}
+
+static void ctl_send(redcoll__tcp_conn *c, unsigned type, uint64_t tag) {
+  ctl_write_frame(c, type, tag, 0);
+}
+
+/* Refuses a connection in its set-up: tells the other side (an AUTH frame
+ * of step 0, so that a rank of this job can say why) and closes it. */
+static void conn_refuse(redcoll__tcp_conn *c) {
+  if (c->closing || c->refused) return;
+  c->refused = 1;
+  conn_read_stop(c);
+  if (c->peer >= 0 && !c->out) {
+    redcoll__tcp_peer *p = &c->t->peers[c->peer];
+    if (p->in == c) p->in = NULL;
+    c->peer = -1;
+  }
+  ctl_write_frame(c, REDCOLL__FR_AUTH, REDCOLL__AUTH_REFUSED, 1);
 }
 
 /* ---- receiving ------------------------------------------------------------ */
@@ -223,6 +293,11 @@ static void try_match(redcoll__tcp *t, int q) {
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b) {
   redcoll__tcp_conn *c = h->data;
   (void)suggested;
+  if (c->aneed > 0) { /* an authentication payload: exactly its bytes */
+    b->base = (char *)c->abuf + c->agot;
+    b->len = c->aneed - c->agot;
+    return;
+  }
   if (!c->have_frame) {
     /* Exactly the rest of the header: never read past it into a payload
      * whose buffer is not known yet. */
@@ -242,12 +317,28 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b) {
   b->len = left;
 }
 
+/* The set-up of this rank's connection to q failed: sending to q is over
+ * and the communicator is broken, with the reason `why`. */
+static void auth_fail(redcoll__tcp *t, int q, const char *why) {
+  char a[64];
+  peer_fail(t, q, REDCOLL_EPROTO, DIR_SEND);
+  set_fatal(t, REDCOLL_EPROTO, "rank %d (%s) %s", q, peer_addr(t, q, a, sizeof a), why);
+}
+
 /* The connection is gone (EOF or error). */
 static void conn_lost(redcoll__tcp_conn *c, int uverr) {
   redcoll__tcp *t = c->t;
   int q = c->peer;
   char a[64];
   if (q < 0 || (!c->ready && c->out)) {
+    if (c->out && q >= 0 && c->auth_step != 0 && !c->abort_after_hello && !c->refused) {
+      conn_close(c);
+      auth_fail(t, q, "closed the connection during authentication (has it the same secret?)");
+      return;
+    }
+    if (!c->out && c->auth_step != 0 && !c->refused)
+      redcoll__log(1, "tcp rank %d: a connection claiming to be rank %d closed during "
+                      "authentication", t->rank, c->claimed);
     conn_close(c);
     return;
   }
@@ -281,15 +372,139 @@ static void conn_proto(redcoll__tcp_conn *c, const char *what) {
             c->out ? "to" : "from", q, what);
 }
 
+static void out_ready(redcoll__tcp_conn *c);
+
+/* The payload of an authentication frame has been read into c->abuf. */
+static void auth_arrived(redcoll__tcp_conn *c) {
+  redcoll__tcp *t = c->t;
+  unsigned char mac[REDCOLL__AUTH_MAC];
+  unsigned char fr[REDCOLL__TCP_HDR + REDCOLL__AUTH_NONCE + REDCOLL__AUTH_MAC];
+  switch (c->astep) {
+  case REDCOLL__AUTH_C1: { /* server: answer the challenge, challenge back */
+    memcpy(c->nonce_peer, c->abuf, REDCOLL__AUTH_NONCE);
+    auth_nonce(c->nonce_mine);
+    redcoll__tcp_encode(fr, REDCOLL__FR_AUTH, REDCOLL__AUTH_S2,
+                        REDCOLL__AUTH_NONCE + REDCOLL__AUTH_MAC);
+    memcpy(fr + REDCOLL__TCP_HDR, c->nonce_mine, REDCOLL__AUTH_NONCE);
+    auth_mac(t, fr + REDCOLL__TCP_HDR + REDCOLL__AUTH_NONCE, 'S', c->nonce_peer, c->nonce_mine,
+             c->claimed, t->rank);
+    c->auth_step = REDCOLL__AUTH_C3;
+    ctl_write_bytes(c, fr, sizeof fr, 0);
+    return;
+  }
+  case REDCOLL__AUTH_S2: { /* client: check the server, answer its challenge */
+    int q = c->peer;
+    memcpy(c->nonce_peer, c->abuf, REDCOLL__AUTH_NONCE);
+    auth_mac(t, mac, 'S', c->nonce_mine, c->nonce_peer, t->rank, q);
+    if (!auth_equal(mac, c->abuf + REDCOLL__AUTH_NONCE)) {
+      int for_abort = c->abort_after_hello;
+      conn_refuse(c);
+      if (!for_abort)
+        auth_fail(t, q, "failed authentication: its answer does not match this rank's secret");
+      return;
+    }
+    redcoll__tcp_encode(fr, REDCOLL__FR_AUTH, REDCOLL__AUTH_C3, REDCOLL__AUTH_MAC);
+    auth_mac(t, fr + REDCOLL__TCP_HDR, 'C', c->nonce_mine, c->nonce_peer, t->rank, q);
+    ctl_write_bytes(c, fr, REDCOLL__TCP_HDR + REDCOLL__AUTH_MAC, 0);
+    c->auth_step = 0;
+    out_ready(c);
+    return;
+  }
+  case REDCOLL__AUTH_C3: { /* server: check the client; it is rank q now */
+    int q = c->claimed;
+    auth_mac(t, mac, 'C', c->nonce_peer, c->nonce_mine, q, t->rank);
+    if (!auth_equal(mac, c->abuf)) {
+      redcoll__log(0,
+                   "tcp rank %d: refused a connection claiming to be rank %d: authentication "
+                   "failed (another secret?)",
+                   t->rank, q);
+      conn_refuse(c);
+      return;
+    }
+    redcoll__tcp_peer *p = &t->peers[q];
+    if (p->in != NULL) {
+      redcoll__log(1, "tcp rank %d: refused a second connection from rank %d", t->rank, q);
+      conn_refuse(c);
+      return;
+    }
+    c->auth_step = 0;
+    c->peer = q;
+    c->ready = 1;
+    p->in = c;
+    redcoll__log(3, "tcp rank %d: rank %d connected and authenticated", t->rank, q);
+    return;
+  }
+  default:
+    conn_proto(c, "unexpected authentication step");
+  }
+}
+
+/* An AUTH frame header. */
+static void auth_frame(redcoll__tcp_conn *c, const redcoll__tcp_frame *f) {
+  redcoll__tcp *t = c->t;
+  if (f->tag == REDCOLL__AUTH_REFUSED && f->len == 0) {
+    if (!c->out || c->peer < 0) {
+      conn_close(c);
+      return;
+    }
+    int q = c->peer;
+    int for_abort = c->abort_after_hello;
+    conn_close(c);
+    if (for_abort) return;
+    auth_fail(t, q,
+              t->auth ? "refused this rank's authentication (has it the same secret?)"
+                      : "refused this rank: it requires authentication and this rank has no "
+                        "secret (REDCOLL_SECRET)");
+    return;
+  }
+  int want = redcoll__tcp_auth_len(f->tag);
+  if (want < 0 || f->len != (uint64_t)want) return conn_proto(c, "malformed authentication frame");
+  if (!t->auth) {
+    if (c->out || c->peer < 0) return conn_proto(c, "unexpected authentication frame");
+    int q = c->peer;
+    conn_refuse(c);
+    set_fatal(t, REDCOLL_EPROTO,
+              "rank %d wants to authenticate (it has a secret) and this rank has no secret "
+              "(REDCOLL_SECRET)",
+              q);
+    return;
+  }
+  if (f->tag != (uint64_t)c->auth_step || c->auth_step == 0) {
+    if (c->out) return conn_proto(c, "unexpected authentication step");
+    redcoll__log(0, "tcp rank %d: refused a connection: authentication step %llu out of order",
+                 t->rank, (unsigned long long)f->tag);
+    conn_refuse(c);
+    return;
+  }
+  c->astep = (unsigned)f->tag;
+  c->aneed = (size_t)want;
+  c->agot = 0;
+}
+
 static void frame_arrived(redcoll__tcp_conn *c, const redcoll__tcp_frame *f) {
   redcoll__tcp *t = c->t;
+  if (!c->out && c->peer < 0 && c->auth_step != 0 && f->type != REDCOLL__FR_AUTH) {
+    redcoll__log(0,
+                 "tcp rank %d: refused a connection claiming to be rank %d: it did not "
+                 "authenticate (this rank has a secret)",
+                 t->rank, c->claimed);
+    conn_refuse(c);
+    return;
+  }
   switch (f->type) {
+  case REDCOLL__FR_AUTH:
+    return auth_frame(c, f);
   case REDCOLL__FR_HELLO: {
-    if (c->out || c->peer >= 0) return conn_proto(c, "unexpected HELLO");
-    if (f->len != (uint64_t)t->size) return conn_proto(c, "HELLO from a job of another size");
-    if (f->tag >= (uint64_t)t->size || f->tag == (uint64_t)t->rank)
-      return conn_proto(c, "HELLO with a bad rank");
-    int q = (int)f->tag;
+    if (c->out || c->peer >= 0 || c->auth_step != 0) return conn_proto(c, "unexpected HELLO");
+    const char *why = NULL;
+    int q = redcoll__tcp_hello_check(f, t->rank, t->size, &why);
+    if (q < 0) return conn_proto(c, why);
+    if (t->auth) {
+      /* Identified only once it has proved it knows the secret. */
+      c->claimed = q;
+      c->auth_step = REDCOLL__AUTH_C1;
+      return;
+    }
     redcoll__tcp_peer *p = &t->peers[q];
     if (p->in != NULL) return conn_proto(c, "second connection from one rank");
     c->peer = q;
@@ -335,6 +550,14 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b) {
   }
   if (n < 0) {
     conn_lost(c, (int)n);
+    return;
+  }
+  if (c->refused) return;
+  if (c->aneed > 0) {
+    c->agot += (size_t)n;
+    if (c->agot < c->aneed) return;
+    c->aneed = 0;
+    auth_arrived(c);
     return;
   }
   if (!c->have_frame) {
@@ -443,10 +666,20 @@ static void on_connect(uv_connect_t *req, int status) {
     p->backoff_ms = p->backoff_ms * 2 > 250 ? 250 : p->backoff_ms * 2;
     return;
   }
-  c->ready = 1;
   uv_tcp_nodelay(&c->h, 1);
   redcoll__tcp_encode(c->hello, REDCOLL__FR_HELLO, (uint64_t)t->rank, (uint64_t)t->size);
-  uv_buf_t b = uv_buf_init((char *)c->hello, REDCOLL__TCP_HDR);
+  size_t hn = REDCOLL__TCP_HDR;
+  if (t->auth) {
+    /* Ready once the peer has answered the challenge (auth_arrived). */
+    auth_nonce(c->nonce_mine);
+    redcoll__tcp_encode(c->hello + hn, REDCOLL__FR_AUTH, REDCOLL__AUTH_C1, REDCOLL__AUTH_NONCE);
+    memcpy(c->hello + hn + REDCOLL__TCP_HDR, c->nonce_mine, REDCOLL__AUTH_NONCE);
+    hn += REDCOLL__TCP_HDR + REDCOLL__AUTH_NONCE;
+    c->auth_step = REDCOLL__AUTH_S2;
+  } else {
+    c->ready = 1;
+  }
+  uv_buf_t b = uv_buf_init((char *)c->hello, (unsigned)hn);
   c->hello_req.data = c;
   int r = uv_write(&c->hello_req, (uv_stream_t *)&c->h, &b, 1, on_hello_written);
   if (r != 0) {
@@ -454,8 +687,17 @@ static void on_connect(uv_connect_t *req, int status) {
     return;
   }
   t->ctl_pending++;
-  /* Reading an outgoing connection only ever yields BYE, ABORT or the end. */
+  /* Reading an outgoing connection only ever yields the authentication,
+   * BYE, ABORT or the end. */
   conn_read_start(c);
+  if (!t->auth) out_ready(c);
+}
+
+/* An outgoing connection is set up (and authenticated): use it. */
+static void out_ready(redcoll__tcp_conn *c) {
+  redcoll__tcp *t = c->t;
+  redcoll__tcp_peer *p = &t->peers[c->peer];
+  c->ready = 1;
   if (c->abort_after_hello) ctl_send(c, REDCOLL__FR_ABORT, (uint64_t)(int64_t)t->aborting);
   if (p->tx != NULL && !p->tx->queued) send_queue(t, p->tx);
 }

@@ -26,7 +26,25 @@ enum {
   REDCOLL__FR_ABORT = 4, /* the sender gave up; tag: its status, len 0 */
   REDCOLL__FR_REG = 5,   /* rendezvous: tag: rank | size << 32; len: ADDR_WIRE */
   REDCOLL__FR_TABLE = 6, /* rendezvous: tag: size; len: size * ADDR_WIRE */
+  REDCOLL__FR_AUTH = 7,  /* authentication (a shared secret): tag: the step,
+                          * len: its payload (REDCOLL__AUTH_*) */
 };
+
+/* The challenge-response after HELLO when the job has a secret; the
+ * connecting rank is the client C, the accepting one the server S:
+ *   1  C -> S  nonce_C                                   (32 bytes)
+ *   2  S -> C  nonce_S, HMAC(k, "S" nonce_C nonce_S C S size)  (64 bytes)
+ *   3  C -> S  HMAC(k, "C" nonce_C nonce_S C S size)     (32 bytes)
+ *   0  either  refused: the connection closes after it   (no payload)
+ * k = SHA-256(secret), HMAC-SHA256; ranks and size as u32 little-endian. */
+#define REDCOLL__AUTH_NONCE 32
+#define REDCOLL__AUTH_MAC 32
+enum { REDCOLL__AUTH_REFUSED = 0, REDCOLL__AUTH_C1 = 1, REDCOLL__AUTH_S2 = 2, REDCOLL__AUTH_C3 = 3 };
+
+/* The payload length step `step` must have; -1 for no such step. */
+int redcoll__tcp_auth_len(uint64_t step);
+/* Writes the n low bytes of v little-endian. */
+void redcoll__tcp_put_le(unsigned char *p, uint64_t v, int n);
 
 typedef struct redcoll__tcp_frame {
   unsigned type;
@@ -37,6 +55,9 @@ typedef struct redcoll__tcp_frame {
 void redcoll__tcp_encode(unsigned char *out, unsigned type, uint64_t tag, uint64_t len);
 /* REDCOLL_EPROTO if magic, version, reserved bits or type are wrong. */
 int redcoll__tcp_decode(const unsigned char *in, redcoll__tcp_frame *f);
+/* The rank a HELLO frame f received by `rank` of a job of `size` announces,
+ * or -1 with the reason in *why (another type, size or a bad rank). */
+int redcoll__tcp_hello_check(const redcoll__tcp_frame *f, int rank, int size, const char **why);
 
 /* ---- addresses ------------------------------------------------------------ */
 
@@ -77,11 +98,20 @@ struct redcoll__tcp_conn {
   int reading;
   int bye;      /* the peer said goodbye */
   int abort_after_hello; /* opened by abort: send ABORT once connected */
+  /* Authentication: the step awaited next (0: none), the rank the HELLO
+   * claimed (accepted connections), the nonces, a payload being read. */
+  int auth_step;
+  int claimed;
+  int refused;
+  unsigned char nonce_mine[REDCOLL__AUTH_NONCE], nonce_peer[REDCOLL__AUTH_NONCE];
+  unsigned char abuf[REDCOLL__AUTH_NONCE + REDCOLL__AUTH_MAC];
+  size_t aneed, agot;
+  unsigned astep;
   unsigned char hdr[REDCOLL__TCP_HDR];
   size_t hdr_got;
   int have_frame; /* a DATA header was read, its payload not yet */
   redcoll__tcp_frame fr;
-  unsigned char hello[REDCOLL__TCP_HDR];
+  unsigned char hello[2 * REDCOLL__TCP_HDR + REDCOLL__AUTH_NONCE + REDCOLL__AUTH_MAC];
   uv_write_t hello_req;
   redcoll__tcp_conn *next, *prev;
 };
@@ -141,7 +171,13 @@ struct redcoll__tcp {
   int fatal;               /* first error that breaks every call */
   int in_call;             /* re-entry guard */
   int aborting;
+  int auth;                /* a secret is set: connections authenticate */
+  unsigned char key[32];   /* SHA-256 of the secret */
 };
+
+/* Sets t->auth and t->key from the secret (NULL or "": no authentication).
+ * REDCOLL_ENOTSUP (logged) if this build has no crypto library. */
+int redcoll__tcp_auth_init(redcoll__tcp *t, const char *secret);
 
 /* The listener's connection callback (tcp.c). */
 void redcoll__tcp_on_accept(uv_stream_t *server, int status);

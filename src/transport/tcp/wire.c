@@ -1,0 +1,62 @@
+/*
+ * The pure parts of the TCP wire format: frame headers, the checks of the
+ * HELLO and of authentication frames.  No I/O and no libuv calls, so that
+ * the fuzz targets (fuzz/) exercise exactly the code the transport runs.
+ */
+#include "tcp_int.h"
+
+void redcoll__tcp_put_le(unsigned char *p, uint64_t v, int n) {
+  for (int i = 0; i < n; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint64_t get_le(const unsigned char *p, int n) {
+  uint64_t v = 0;
+  for (int i = n - 1; i >= 0; i--) v = v << 8 | p[i];
+  return v;
+}
+
+void redcoll__tcp_encode(unsigned char *out, unsigned type, uint64_t tag, uint64_t len) {
+  redcoll__tcp_put_le(out, REDCOLL__TCP_MAGIC, 4);
+  out[4] = REDCOLL__TCP_VERSION;
+  out[5] = (unsigned char)type;
+  out[6] = out[7] = 0;
+  redcoll__tcp_put_le(out + 8, tag, 8);
+  redcoll__tcp_put_le(out + 16, len, 8);
+}
+
+int redcoll__tcp_decode(const unsigned char *in, redcoll__tcp_frame *f) {
+  if (get_le(in, 4) != REDCOLL__TCP_MAGIC || in[4] != REDCOLL__TCP_VERSION || in[6] != 0 ||
+      in[7] != 0)
+    return REDCOLL_EPROTO;
+  f->type = in[5];
+  if (f->type < REDCOLL__FR_DATA || f->type > REDCOLL__FR_AUTH) return REDCOLL_EPROTO;
+  f->tag = get_le(in + 8, 8);
+  f->len = get_le(in + 16, 8);
+  return REDCOLL_OK;
+}
+
+int redcoll__tcp_auth_len(uint64_t step) {
+  switch (step) {
+  case REDCOLL__AUTH_REFUSED: return 0;
+  case REDCOLL__AUTH_C1: return REDCOLL__AUTH_NONCE;
+  case REDCOLL__AUTH_S2: return REDCOLL__AUTH_NONCE + REDCOLL__AUTH_MAC;
+  case REDCOLL__AUTH_C3: return REDCOLL__AUTH_MAC;
+  default: return -1;
+  }
+}
+
+int redcoll__tcp_hello_check(const redcoll__tcp_frame *f, int rank, int size, const char **why) {
+  if (f->type != REDCOLL__FR_HELLO) {
+    *why = "not a HELLO";
+    return -1;
+  }
+  if (f->len != (uint64_t)size) {
+    *why = "HELLO from a job of another size";
+    return -1;
+  }
+  if (f->tag >= (uint64_t)size || f->tag == (uint64_t)rank) {
+    *why = "HELLO with a bad rank";
+    return -1;
+  }
+  return (int)f->tag;
+}
