@@ -171,9 +171,6 @@ static int tcp_run__child(int rank, int p, const char *addrs, int hosts, uint64_
             fds_before, fds_after);
     return 98;
   }
-#ifdef TCP_RUN__LSAN
-  if (__lsan_do_recoverable_leak_check() != 0) return 97;
-#endif
   return 0;
 }
 
@@ -213,7 +210,15 @@ static int tcp_run_opts_run(int p, redcoll_rank_main fn, void *arg, tcp_run_opts
     }
     if (pid == 0) {
       for (int i = 0; i < nports; i++) close(fds[i]);
-      _exit(tcp_run__child(r, p, addrs, o->hosts, tmo, r < 64 ? o->secrets[r] : NULL, fn, arg));
+      int code = tcp_run__child(r, p, addrs, o->hosts, tmo, r < 64 ? o->secrets[r] : NULL, fn, arg);
+      free(fds);
+      free(pids);
+      free(status);
+      free(addrs);
+#ifdef TCP_RUN__LSAN
+      if (code == 0 && __lsan_do_recoverable_leak_check() != 0) code = 97;
+#endif
+      _exit(code);
     }
     pids[r] = pid;
     status[r] = REDCOLL_ETIMEDOUT;
