@@ -248,9 +248,10 @@ REDCOLL_API int redcoll_comm_abort(redcoll_comm *c);
  * the peer it was waiting for.  0, the default, means no deadline.  The
  * simulator measures it on its virtual clock, one time unit per
  * millisecond (docs/reliability.md).  Returns REDCOLL_EINVAL for NULL,
- * REDCOLL_ENOTSUP if the transport cannot bound its waits this way (the
- * threads and TCP transports take their own per-call timeout from their
- * configuration). */
+ * REDCOLL_ENOTSUP if the transport cannot bound its waits this way (one
+ * without the set_timeout member of its vtable; the simulator, threads and
+ * TCP all honour it, and the last two also bound every single wait by the
+ * timeout of their configuration). */
 REDCOLL_API int redcoll_comm_set_timeout(redcoll_comm *c, uint64_t ms);
 REDCOLL_API uint64_t redcoll_comm_get_timeout(const redcoll_comm *c);
 

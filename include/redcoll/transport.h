@@ -20,10 +20,13 @@
 extern "C" {
 #endif
 
-#define REDCOLL_TRANSPORT_VERSION 1
+/* Version 2 added set_timeout.  A version 1 struct (without it) is still
+ * accepted: the core then reads no member past destroy. */
+#define REDCOLL_TRANSPORT_VERSION 2
 
 typedef struct redcoll_transport_ops {
-  /* Must be REDCOLL_TRANSPORT_VERSION; lets the struct grow later. */
+  /* REDCOLL_TRANSPORT_VERSION (or 1 for a struct that ends at destroy);
+   * lets the struct grow later. */
   unsigned version;
 
   /* Blocks until len bytes of buf have been handed to rank dst with tag, or

@@ -39,7 +39,8 @@ void redcoll__log(int level, const char *fmt, ...) {
 }
 
 static int ops_valid(const redcoll_transport_ops *ops) {
-  return ops != NULL && ops->version == REDCOLL_TRANSPORT_VERSION && ops->send != NULL &&
+  return ops != NULL && (ops->version == 1 || ops->version == REDCOLL_TRANSPORT_VERSION) &&
+         ops->send != NULL &&
          ops->recv != NULL && ops->sendrecv != NULL && ops->destroy != NULL;
 }
 
@@ -154,7 +155,7 @@ void *redcoll__scratch(redcoll_comm *c, int which, size_t bytes) {
 
 REDCOLL_API int redcoll_comm_set_timeout(redcoll_comm *c, uint64_t ms) {
   if (c == NULL) return REDCOLL_EINVAL;
-  if (c->ops->set_timeout != NULL) {
+  if (c->ops->version >= 2 && c->ops->set_timeout != NULL) {
     /* The transport measures the deadline itself. */
     int rc = c->ops->set_timeout(c->impl, ms);
     if (rc != REDCOLL_OK) return rc;

@@ -1066,7 +1066,10 @@ REDCOLL_API int redcoll_tcp_comm_create(const redcoll_tcp_config *cfg, redcoll_c
   ignore_sigpipe();
   rc = redcoll__tcp_bootstrap(t, cfg);
   if (rc != REDCOLL_OK) goto fail;
-  return redcoll_comm_create(&tcp_ops, t, cfg->rank, cfg->size, out);
+  rc = redcoll_comm_create(&tcp_ops, t, cfg->rank, cfg->size, out);
+  /* AUTO then uses the tcp line of the tuning file or the TCP defaults. */
+  if (rc == REDCOLL_OK) redcoll_comm_set_transport_name(*out, "tcp");
+  return rc;
 
 fail:
   tcp_destroy(t);

@@ -402,7 +402,10 @@ static int comm_new(th_world *w, int rank, redcoll_comm **out) {
   w->refs++;
   pthread_mutex_unlock(&w->mu);
   /* On failure redcoll_comm_create destroys t, which drops the reference. */
-  return redcoll_comm_create(&threads_ops, t, rank, w->p, out);
+  int rc = redcoll_comm_create(&threads_ops, t, rank, w->p, out);
+  /* AUTO then uses the threads line of the tuning file or the threads defaults. */
+  if (rc == REDCOLL_OK) redcoll_comm_set_transport_name(*out, "threads");
+  return rc;
 }
 
 /* ---- public ----------------------------------------------------------------- */
