@@ -1,7 +1,8 @@
 /*
  * libFuzzer target: the accepting side of the TCP connection set-up, as
- * tcp.c parses it: a HELLO (redcoll__tcp_hello_check against a rank and
- * size taken from the input), then, as with a secret, the client's
+ * tcp.c parses it: a HELLO (redcoll__tcp_hello_check against a rank, size
+ * and job id taken from the input; its payload is the job id), then, as
+ * with a secret, the client's
  * authentication steps (redcoll__tcp_auth_len) with their payloads read
  * into a fixed buffer, then DATA headers whose lengths must never be used
  * without a check.  Any memory error or an inconsistent verdict aborts.
@@ -16,9 +17,10 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  if (size < 2) return 0;
+  if (size < 10) return 0;
   int world = 1 + data[0] % 64, rank = data[1] % world;
-  size_t off = 2;
+  uint64_t job = redcoll__tcp_get_le(data + 2, 8);
+  size_t off = 10;
   redcoll__tcp_frame f;
   /* HELLO */
   if (size - off < REDCOLL__TCP_HDR || redcoll__tcp_decode(data + off, &f) != REDCOLL_OK) return 0;
@@ -29,7 +31,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (why == NULL) abort();
     return 0;
   }
-  if (peer >= world || peer == rank || f.type != REDCOLL__FR_HELLO) abort();
+  if (peer >= world || peer == rank || f.type != REDCOLL__FR_HELLO ||
+      f.len != REDCOLL__TCP_HELLO_LEN)
+    abort();
+  /* Its payload: exactly the job id's bytes, then compared. */
+  if (size - off < REDCOLL__TCP_HELLO_LEN) return 0;
+  if (redcoll__tcp_get_le(data + off, 8) != job) return 0; /* another job: refused */
+  off += REDCOLL__TCP_HELLO_LEN;
   /* Authentication: step 1 (client nonce), then step 3 (client MAC). */
   unsigned char abuf[REDCOLL__AUTH_NONCE + REDCOLL__AUTH_MAC];
   int expect = REDCOLL__AUTH_C1;

@@ -44,6 +44,7 @@ typedef struct tcp_run_opts {
   uint64_t timeout_ms;  /* communicator timeout; 0: 60 s */
   double deadline_s;    /* the parent's deadline for the whole run; 0: 240 s */
   const char *secrets[64]; /* rank r's secret (config.secret); NULL: none */
+  uint64_t job_ids[64];    /* rank r's config.job_id; 0: none */
   int statuses[64];     /* out: every rank's status (first 64 ranks) */
 } tcp_run_opts;
 
@@ -142,7 +143,8 @@ static void tcp_run__uv_warm_up(void) {
 /* Exit codes of a child: 0 ok, 100 + (-status) for a failing status, 99 for
  * CHECK failures, 98 for leaked descriptors, 97 for leaked memory. */
 static int tcp_run__child(int rank, int p, const char *addrs, int hosts, uint64_t timeout_ms,
-                          const char *secret, redcoll_rank_main fn, void *arg) {
+                          const char *secret, uint64_t job_id, redcoll_rank_main fn,
+                          void *arg) {
 #ifdef REDCOLL_TEST_H
   int failures_before = test__failures; /* inherited from the parent */
 #endif
@@ -154,6 +156,7 @@ static int tcp_run__child(int rank, int p, const char *addrs, int hosts, uint64_
   else cfg.master = addrs;
   cfg.timeout_ms = timeout_ms;
   cfg.secret = secret;
+  cfg.job_id = job_id;
   redcoll_comm *comm = NULL;
   tcp_run__uv_warm_up();
   int fds_before = tcp_run_fd_count();
@@ -210,7 +213,8 @@ static int tcp_run_opts_run(int p, redcoll_rank_main fn, void *arg, tcp_run_opts
     }
     if (pid == 0) {
       for (int i = 0; i < nports; i++) close(fds[i]);
-      int code = tcp_run__child(r, p, addrs, o->hosts, tmo, r < 64 ? o->secrets[r] : NULL, fn, arg);
+      int code = tcp_run__child(r, p, addrs, o->hosts, tmo, r < 64 ? o->secrets[r] : NULL,
+                                r < 64 ? o->job_ids[r] : 0, fn, arg);
       free(fds);
       free(pids);
       free(status);

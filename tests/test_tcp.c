@@ -77,16 +77,31 @@ static void test_frames(void) {
   CHECK_INT(redcoll__tcp_auth_len(4), -1);
   CHECK_INT(redcoll__tcp_auth_len(UINT64_MAX), -1);
   const char *why = NULL;
-  redcoll__tcp_frame hf = {REDCOLL__FR_HELLO, 2, 4};
+  redcoll__tcp_frame hf = {REDCOLL__FR_HELLO, 2 | (uint64_t)4 << 32, REDCOLL__TCP_HELLO_LEN};
   CHECK_INT(redcoll__tcp_hello_check(&hf, 0, 4, &why), 2);
   CHECK_INT(redcoll__tcp_hello_check(&hf, 2, 4, &why), -1); /* itself */
   CHECK_INT(redcoll__tcp_hello_check(&hf, 0, 5, &why), -1); /* another size */
   CHECK(why != NULL && strstr(why, "size") != NULL);
-  hf.tag = 4;
+  hf.tag = 4 | (uint64_t)4 << 32; /* rank out of range */
   CHECK_INT(redcoll__tcp_hello_check(&hf, 0, 4, &why), -1);
-  hf.tag = 1;
+  hf.tag = 1 | (uint64_t)4 << 32;
+  hf.len = 4; /* the job id has 8 bytes */
+  CHECK_INT(redcoll__tcp_hello_check(&hf, 0, 4, &why), -1);
+  CHECK(why != NULL && strstr(why, "malformed") != NULL);
+  hf.len = REDCOLL__TCP_HELLO_LEN;
+  CHECK_INT(redcoll__tcp_hello_check(&hf, 0, 4, &why), 1);
   hf.type = REDCOLL__FR_DATA;
   CHECK_INT(redcoll__tcp_hello_check(&hf, 0, 4, &why), -1);
+  /* Little-endian fields and the job id digest (FNV-1a 64, reference
+   * values of the published test vectors: "" and "a"). */
+  unsigned char le[8];
+  redcoll__tcp_put_le(le, 0x1122334455667788ULL, 8);
+  CHECK_INT(le[0], 0x88);
+  CHECK_INT(le[7], 0x11);
+  CHECK(redcoll__tcp_get_le(le, 8) == 0x1122334455667788ULL);
+  CHECK(redcoll__tcp_get_le(le, 2) == 0x7788);
+  CHECK(redcoll__tcp_fnv1a(REDCOLL__TCP_FNV_INIT, "", 0) == 0xcbf29ce484222325ULL);
+  CHECK(redcoll__tcp_fnv1a(REDCOLL__TCP_FNV_INIT, "a", 1) == 0xaf63dc4c8601ec8cULL);
 }
 
 static int parse(const char *s, int defport, char *out, size_t n) {
@@ -155,7 +170,8 @@ static void clear_env(void) {
   static const char *const vars[] = {
       "REDCOLL_RANK", "REDCOLL_SIZE", "SLURM_PROCID", "SLURM_NTASKS", "OMPI_COMM_WORLD_RANK",
       "OMPI_COMM_WORLD_SIZE", "PMI_RANK", "PMI_SIZE", "REDCOLL_HOSTS", "REDCOLL_MASTER",
-      "REDCOLL_TIMEOUT_MS", "REDCOLL_IFNAME", "REDCOLL_LISTEN", "REDCOLL_SECRET"};
+      "REDCOLL_TIMEOUT_MS", "REDCOLL_IFNAME", "REDCOLL_LISTEN", "REDCOLL_SECRET", "REDCOLL_JOB_ID",
+      "SLURM_JOB_ID", "SLURM_STEP_ID", "OMPI_MCA_ess_base_jobid"};
   for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) unsetenv(vars[i]);
 }
 
@@ -198,6 +214,18 @@ static void test_env(void) {
   unsetenv("REDCOLL_TIMEOUT_MS");
   CHECK_INT(redcoll_tcp_config_from_env(&cfg), REDCOLL_OK);
   CHECK_INT(cfg.rank, 5);
+  /* The job id: none, the launcher's job (and step), REDCOLL_JOB_ID first;
+   * the values are FNV-1a 64 of "1234", "1234.5" and "job-7". */
+  CHECK(cfg.job_id == 0);
+  setenv("SLURM_JOB_ID", "1234", 1);
+  CHECK_INT(redcoll_tcp_config_from_env(&cfg), REDCOLL_OK);
+  CHECK(cfg.job_id == 0x1fabbdf10314a21dULL);
+  setenv("SLURM_STEP_ID", "5", 1);
+  CHECK_INT(redcoll_tcp_config_from_env(&cfg), REDCOLL_OK);
+  CHECK(cfg.job_id == 0xf7096c7e0e871d14ULL);
+  setenv("REDCOLL_JOB_ID", "job-7", 1);
+  CHECK_INT(redcoll_tcp_config_from_env(&cfg), REDCOLL_OK);
+  CHECK(cfg.job_id == 0xf2c2ea802008f85cULL);
   clear_env();
 
   /* Bad configurations fail before anything is sent. */

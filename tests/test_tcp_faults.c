@@ -12,9 +12,11 @@
  *            and stops, one connects and says nothing.  The run completes
  *            with correct results, the garbage connection is closed and
  *            logged, the others are closed at destroy;
- *   otherjob a rank of another job (a world of another size) connects to a
- *            rank of a running job: it is refused (logged), its own call
- *            fails, the running job completes;
+ *   otherjob a rank of another job connects to a rank of a running job,
+ *            once from a world of another size and once from a world of the
+ *            same size (told apart by the job id in the HELLO): it is
+ *            refused (logged), its own call fails, the running job
+ *            completes;
  *   deadline redcoll_comm_set_timeout on TCP and on threads: a collective
  *            whose peer does not come returns REDCOLL_ETIMEDOUT after the
  *            deadline, not after the transport's own (longer) timeout, and
@@ -54,6 +56,8 @@ typedef struct shared {
   int stranger_closed[4];
   int log_ok[16];
   int other_rc;
+  int other_size; /* otherjob: the other job's size, 2 or 3 */
+  uint64_t job;   /* rank 0's job id, for a stranger that knows it */
 } shared;
 
 static shared *shared_new(void) { return tcp_run_shared(sizeof(shared)); }
@@ -188,7 +192,7 @@ static void *stranger(void *arg) {
   int fd1 = connect_to(sh->addr);
   if (fd1 >= 0) {
     unsigned char h[REDCOLL__TCP_HDR];
-    redcoll__tcp_encode(h, REDCOLL__FR_HELLO, 1, 3);
+    redcoll__tcp_encode(h, REDCOLL__FR_HELLO, 1 | (uint64_t)3 << 32, REDCOLL__TCP_HELLO_LEN);
     if (send(fd1, h, 10, MSG_NOSIGNAL) != 10) sh->stranger_closed[1] = -1;
   }
   /* 2: connects and says nothing. */
@@ -251,6 +255,7 @@ static int publish_address(redcoll_comm *c, shared *sh, char *path, size_t n) {
   if (redcoll_comm_rank(c) != 0) return -1;
   int saved = log_begin(path, n, 0);
   CHECK_INT(redcoll_tcp_comm_address(c, sh->addr, sizeof sh->addr), REDCOLL_OK);
+  sh->job = ((const redcoll__tcp *)c->impl)->job;
   sh->ready = 1;
   return saved;
 }
@@ -289,18 +294,22 @@ static int rank_job(redcoll_comm *c, void *arg) {
   char path[128];
   int saved = publish_address(c, sh, path, sizeof path);
   if (me == 1) {
-    /* A job of 2 ranks whose rank 1 is listed at rank 0's address. */
+    /* A job of 2 ranks whose rank 1 is listed at rank 0's address (its
+     * rank 0 sends), or of 3 ranks, the same size as this job, whose rank 2
+     * sends to its rank 1, listed at rank 0's address. */
     while (!sh->ready) sleep_ms(5);
     pid_t pid = fork();
     if (pid == 0) {
       int lfd = -1;
       int port = tcp_run__port(0, &lfd);
       char hosts[160];
-      snprintf(hosts, sizeof hosts, "127.0.0.1:%d,%s", port, sh->addr);
+      int three = sh->other_size == 3;
+      if (three) snprintf(hosts, sizeof hosts, "127.0.0.1:1,%s,127.0.0.1:%d", sh->addr, port);
+      else snprintf(hosts, sizeof hosts, "127.0.0.1:%d,%s", port, sh->addr);
       redcoll_tcp_config cfg;
       redcoll_tcp_config_init(&cfg);
-      cfg.rank = 0;
-      cfg.size = 2;
+      cfg.rank = three ? 2 : 0;
+      cfg.size = three ? 3 : 2;
       cfg.hosts = hosts;
       cfg.timeout_ms = 3000;
       redcoll_comm *o = NULL;
@@ -320,8 +329,28 @@ static int rank_job(redcoll_comm *c, void *arg) {
   }
   int rc = run_verified(c, 40);
   sh->st[me] = rc;
-  if (me == 0) sh->log_ok[0] = log_end(path, saved, "another size", NULL);
+  if (me == 0)
+    sh->log_ok[0] =
+        log_end(path, saved, sh->other_size == 3 ? "another job" : "another size", NULL);
   return rc;
+}
+
+/* A rank that got a communicator counts itself and runs one allreduce. */
+static int rank_count(redcoll_comm *c, void *arg) {
+  shared *sh = arg;
+  __atomic_fetch_add(&sh->other_rc, 1, __ATOMIC_SEQ_CST);
+  int64_t v = 1, sum = 0;
+  int rc = redcoll_allreduce(c, &v, &sum, 1, REDCOLL_INT64, REDCOLL_SUM);
+  if (rc == REDCOLL_OK) CHECK(sum == redcoll_comm_size(c));
+  return rc;
+}
+
+/* Must not be reached: the rendezvous fails. */
+static int rank_never(redcoll_comm *c, void *arg) {
+  (void)c;
+  shared *sh = arg;
+  __atomic_fetch_add(&sh->other_rc, 1, __ATOMIC_SEQ_CST);
+  return REDCOLL_OK;
 }
 
 /* ---- deadline: redcoll_comm_set_timeout ----------------------------------- */
@@ -374,18 +403,21 @@ static int rank_secret(redcoll_comm *c, void *arg) {
   return REDCOLL_OK;
 }
 
-/* A stranger that speaks the protocol claims to be rank 1 before rank 1
- * connects, without the secret: refused, and the run completes. */
+/* A stranger that speaks the protocol and knows the job id claims to be
+ * rank 1 before rank 1 connects, without the secret: refused, and the run
+ * completes. */
 static void *impostor(void *arg) {
   shared *sh = arg;
   while (!sh->ready) sleep_ms(2);
   int fd = connect_to(sh->addr);
   if (fd < 0) return NULL;
-  unsigned char m[2 * REDCOLL__TCP_HDR + REDCOLL__AUTH_NONCE + REDCOLL__AUTH_MAC];
-  redcoll__tcp_encode(m, REDCOLL__FR_HELLO, 1, 3);
-  redcoll__tcp_encode(m + REDCOLL__TCP_HDR, REDCOLL__FR_AUTH, REDCOLL__AUTH_C1, REDCOLL__AUTH_NONCE);
-  memset(m + 2 * REDCOLL__TCP_HDR, 7, REDCOLL__AUTH_NONCE);
-  send(fd, m, 2 * REDCOLL__TCP_HDR + REDCOLL__AUTH_NONCE, MSG_NOSIGNAL);
+  unsigned char m[2 * REDCOLL__TCP_HDR + REDCOLL__TCP_HELLO_LEN + REDCOLL__AUTH_NONCE];
+  redcoll__tcp_encode(m, REDCOLL__FR_HELLO, 1 | (uint64_t)3 << 32, REDCOLL__TCP_HELLO_LEN);
+  redcoll__tcp_put_le(m + REDCOLL__TCP_HDR, sh->job, 8);
+  unsigned char *a = m + REDCOLL__TCP_HDR + REDCOLL__TCP_HELLO_LEN;
+  redcoll__tcp_encode(a, REDCOLL__FR_AUTH, REDCOLL__AUTH_C1, REDCOLL__AUTH_NONCE);
+  memset(a + REDCOLL__TCP_HDR, 7, REDCOLL__AUTH_NONCE);
+  send(fd, m, sizeof m, MSG_NOSIGNAL);
   /* Read the challenge, answer garbage. */
   unsigned char in[REDCOLL__TCP_HDR + REDCOLL__AUTH_NONCE + REDCOLL__AUTH_MAC];
   size_t got = 0;
@@ -454,14 +486,34 @@ int main(int argc, char **argv) {
     CHECK_MSG(sh->stranger_closed[3] == 1, "the DATA-without-HELLO client was not closed");
     CHECK_MSG(sh->log_ok[0], "rank 0 did not log the dropped connection");
   }
-  if (want(argc, argv, "otherjob")) {
+  for (int other = 2; other <= 3 && want(argc, argv, "otherjob"); other++) {
     memset(sh, 0, sizeof *sh);
     memset(&o, 0, sizeof o);
     o.deadline_s = 120;
+    sh->other_size = other;
     int rc = tcp_run_opts_run(3, rank_job, sh, &o);
-    CHECK_MSG(rc == REDCOLL_OK, "otherjob: %s", redcoll_status_name(rc));
-    CHECK_MSG(sh->other_rc != REDCOLL_OK, "the other job's rank was let in");
-    CHECK_MSG(sh->log_ok[0], "rank 0 did not log the refused rank");
+    CHECK_MSG(rc == REDCOLL_OK, "otherjob (size %d): %s", other, redcoll_status_name(rc));
+    CHECK_MSG(sh->other_rc != REDCOLL_OK, "the other job's rank (size %d) was let in", other);
+    CHECK_MSG(sh->log_ok[0], "rank 0 did not log the refused rank (size %d)", other);
+  }
+  if (want(argc, argv, "otherjob")) {
+    /* At the rendezvous: rank 2 configured with another job id than rank 0
+     * is dropped there; the job cannot form (rank 0 times out), and the
+     * dropped rank fails instead of joining. */
+    memset(sh, 0, sizeof *sh);
+    memset(&o, 0, sizeof o);
+    o.timeout_ms = 1500;
+    o.deadline_s = 60;
+    o.job_ids[0] = o.job_ids[1] = 77;
+    o.job_ids[2] = 78;
+    CHECK_INT(tcp_run_opts_run(3, rank_never, sh, &o), REDCOLL_ETIMEDOUT);
+    CHECK_INT(o.statuses[0], REDCOLL_ETIMEDOUT);
+    CHECK(o.statuses[2] == REDCOLL_ETRANSPORT || o.statuses[2] == REDCOLL_EPROTO);
+    CHECK_INT(sh->other_rc, 0); /* no rank got a communicator */
+    /* The same ids everywhere: the job forms and runs. */
+    o.job_ids[2] = 77;
+    CHECK_INT(tcp_run_opts_run(3, rank_count, sh, &o), REDCOLL_OK);
+    CHECK_INT(sh->other_rc, 3);
   }
   if (want(argc, argv, "deadline")) {
     memset(sh, 0, sizeof *sh);

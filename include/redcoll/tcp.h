@@ -23,8 +23,9 @@
  * the receive is posted (back-pressure, nothing buffered in user space).
  *
  * Strangers.  A connection that is not from a rank of this job (malformed
- * frames, another world size, a failed authentication) is closed and logged
- * at level warn or error; it does not disturb the running collectives.
+ * frames, another world size or job id, a failed authentication) is closed
+ * and logged at level warn or error; it does not disturb the running
+ * collectives.
  *
  * Failures.  A peer whose process dies or whose connection breaks makes every
  * waiting and later call of this rank return REDCOLL_ETRANSPORT; a rank that
@@ -86,6 +87,15 @@ typedef struct redcoll_tcp_config {
    * can only make connections fail.  Needs a build with libsodium;
    * otherwise creating the communicator fails with REDCOLL_ENOTSUP. */
   const char *secret;
+  /* Optional job id (0: none): any number every rank of this job shares
+   * and no other job uses.  Every connection starts with a HELLO that
+   * carries the job's id, and one with another id is refused, as is a
+   * rendezvous registration with another configured id.  Without one, the
+   * rendezvous (master) draws a random id for the job and hands it out with
+   * the address table, and with hosts the id is a digest of the address
+   * list; ranks of two jobs that share the same list, or that register at
+   * the same rendezvous with no id, cannot be told apart. */
+  uint64_t job_id;
 } redcoll_tcp_config;
 
 /* Zeroes cfg and sets rank and size to -1 (unknown). */
@@ -98,7 +108,10 @@ REDCOLL_API void redcoll_tcp_config_init(redcoll_tcp_config *cfg);
  *   hosts:      REDCOLL_HOSTS;     master: REDCOLL_MASTER;
  *   listen:     REDCOLL_LISTEN (host, host:port or :port);
  *   timeout_ms: REDCOLL_TIMEOUT_MS; ifname: REDCOLL_IFNAME;
- *   secret:     REDCOLL_SECRET.
+ *   secret:     REDCOLL_SECRET;
+ *   job_id:     a 64-bit digest (FNV-1a) of REDCOLL_JOB_ID, else of the
+ *               launcher's SLURM_JOB_ID and SLURM_STEP_ID, or of
+ *               OMPI_MCA_ess_base_jobid; 0 if none is set.
  * String members point into the environment: keep it unchanged until the
  * communicator is created.  Returns REDCOLL_EINVAL (with a message at log
  * level error) if a variable is malformed or rank/size cannot be found;

@@ -15,6 +15,7 @@
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -267,6 +268,15 @@ int redcoll__tcp_pick_interface(const char *spec, int family, redcoll__tcp_addr 
 
 /* ---- configuration ----------------------------------------------------------- */
 
+/* The job id from digest h and an optional second part; never 0. */
+static uint64_t job_digest(uint64_t h, const char *more) {
+  if (more != NULL) {
+    h = redcoll__tcp_fnv1a(h, ".", 1);
+    h = redcoll__tcp_fnv1a(h, more, strlen(more));
+  }
+  return h != 0 ? h : 1;
+}
+
 REDCOLL_API void redcoll_tcp_config_init(redcoll_tcp_config *cfg) {
   if (cfg == NULL) return;
   memset(cfg, 0, sizeof *cfg);
@@ -324,6 +334,17 @@ REDCOLL_API int redcoll_tcp_config_from_env(redcoll_tcp_config *cfg) {
   if ((s = getenv("REDCOLL_LISTEN")) != NULL && *s != '\0') cfg->listen_host = s;
   if ((s = getenv("REDCOLL_IFNAME")) != NULL && *s != '\0') cfg->ifname = s;
   if ((s = getenv("REDCOLL_SECRET")) != NULL && *s != '\0') cfg->secret = s;
+  /* The job id: REDCOLL_JOB_ID, else what the launcher says the job (and
+   * the step) is; hashed, so any string names a job. */
+  static const char *const jobs[][2] = {{"REDCOLL_JOB_ID", NULL},
+                                        {"SLURM_JOB_ID", "SLURM_STEP_ID"},
+                                        {"OMPI_MCA_ess_base_jobid", NULL}};
+  for (size_t i = 0; i < sizeof jobs / sizeof jobs[0]; i++) {
+    if ((s = getenv(jobs[i][0])) == NULL || *s == '\0') continue;
+    cfg->job_id = job_digest(redcoll__tcp_fnv1a(REDCOLL__TCP_FNV_INIT, s, strlen(s)),
+                                          jobs[i][1] != NULL ? getenv(jobs[i][1]) : NULL);
+    break;
+  }
   long ms;
   int h = env_int("REDCOLL_TIMEOUT_MS", 0x7fffffffL, &ms);
   if (h < 0) return REDCOLL_EINVAL;
@@ -455,6 +476,18 @@ static int boot_hosts(redcoll__tcp *t, const redcoll_tcp_config *cfg) {
   }
   int rc = check_loopback(t);
   if (rc != REDCOLL_OK) return rc;
+  /* Without a configured job id, the job is its list of addresses: another
+   * job has another list (the same one could not listen while this runs). */
+  t->job = cfg->job_id;
+  if (t->job == 0) {
+    unsigned char w[REDCOLL__TCP_ADDR_WIRE];
+    uint64_t h = redcoll__tcp_fnv1a(REDCOLL__TCP_FNV_INIT, "hosts", 5);
+    for (int q = 0; q < t->size; q++) {
+      redcoll__tcp_addr_encode(w, &t->peers[q].addr);
+      h = redcoll__tcp_fnv1a(h, w, sizeof w);
+    }
+    t->job = job_digest(h, NULL);
+  }
   if (t->size == 1) {
     t->self = t->peers[0].addr;
     return REDCOLL_OK;
@@ -558,12 +591,26 @@ static int connect_retry(const redcoll__tcp_addr *addr, int64_t deadline) {
 
 static int errno_status(int e) { return e == ETIMEDOUT ? REDCOLL_ETIMEDOUT : REDCOLL_ETRANSPORT; }
 
-/* Rank 0: collect every rank's address, then send everyone the table. */
-static int master_serve(redcoll__tcp *t, const redcoll__tcp_addr *maddr, int64_t deadline) {
+/* A random job id, never 0. */
+static uint64_t random_job(void) {
+  uint64_t v = 0;
+  if (getrandom(&v, sizeof v, 0) != (ssize_t)sizeof v) {
+    /* No entropy source: the clock and the process are distinct enough
+     * to tell concurrent jobs apart. */
+    v = uv_hrtime() ^ (uint64_t)getpid() << 32;
+    v = redcoll__tcp_fnv1a(REDCOLL__TCP_FNV_INIT, &v, sizeof v);
+  }
+  return v != 0 ? v : 1;
+}
+
+/* Rank 0: collect every rank's address, then send everyone the table and
+ * the job id (cfg_job, the configured one, or a random one). */
+static int master_serve(redcoll__tcp *t, const redcoll__tcp_addr *maddr, uint64_t cfg_job,
+                        int64_t deadline) {
   char ma[64];
   redcoll__tcp_addr_str(maddr, ma, sizeof ma);
   int rc = REDCOLL_OK, lfd = -1, got = 1;
-  size_t tlen = (size_t)t->size * REDCOLL__TCP_ADDR_WIRE;
+  size_t tlen = 8 + (size_t)t->size * REDCOLL__TCP_ADDR_WIRE;
   int *fds = malloc((size_t)t->size * sizeof *fds);
   unsigned char *table = malloc(REDCOLL__TCP_HDR + tlen);
   if (fds == NULL || table == NULL) {
@@ -597,12 +644,12 @@ static int master_serve(redcoll__tcp *t, const redcoll__tcp_addr *maddr, int64_t
     }
     int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0) continue;
-    unsigned char reg[REDCOLL__TCP_HDR + REDCOLL__TCP_ADDR_WIRE];
+    unsigned char reg[REDCOLL__TCP_HDR + REDCOLL__TCP_ADDR_WIRE + 8];
     redcoll__tcp_frame f;
     redcoll__tcp_addr a;
     if (io_all(fd, reg, sizeof reg, 0, deadline) != 0 ||
         redcoll__tcp_decode(reg, &f) != REDCOLL_OK || f.type != REDCOLL__FR_REG ||
-        f.len != REDCOLL__TCP_ADDR_WIRE || (f.tag >> 32) != (uint64_t)t->size ||
+        f.len != REDCOLL__TCP_ADDR_WIRE + 8 || (f.tag >> 32) != (uint64_t)t->size ||
         (f.tag & 0xffffffffu) == 0 || (f.tag & 0xffffffffu) >= (uint64_t)t->size ||
         redcoll__tcp_addr_decode(reg + REDCOLL__TCP_HDR, &a) != REDCOLL_OK) {
       redcoll__log(1, "tcp rank 0: rendezvous on %s: dropped a malformed registration", ma);
@@ -610,6 +657,15 @@ static int master_serve(redcoll__tcp *t, const redcoll__tcp_addr *maddr, int64_t
       continue;
     }
     int q = (int)(f.tag & 0xffffffffu);
+    uint64_t job = redcoll__tcp_get_le(reg + REDCOLL__TCP_HDR + REDCOLL__TCP_ADDR_WIRE, 8);
+    if (job != cfg_job) {
+      redcoll__log(1,
+                   "tcp rank 0: rendezvous on %s: dropped a registration of rank %d from "
+                   "another job (job id %016llx, this job's is %016llx)",
+                   ma, q, (unsigned long long)job, (unsigned long long)cfg_job);
+      close(fd);
+      continue;
+    }
     if (fds[q] >= 0) {
       redcoll__log(0, "tcp rank 0: rendezvous on %s: rank %d registered twice", ma, q);
       close(fd);
@@ -620,9 +676,12 @@ static int master_serve(redcoll__tcp *t, const redcoll__tcp_addr *maddr, int64_t
     t->peers[q].addr = a;
     got++;
   }
+  /* Without a configured job id the job gets a random one here. */
+  t->job = cfg_job != 0 ? cfg_job : random_job();
   redcoll__tcp_encode(table, REDCOLL__FR_TABLE, (uint64_t)t->size, tlen);
+  redcoll__tcp_put_le(table + REDCOLL__TCP_HDR, t->job, 8);
   for (int q = 0; q < t->size; q++)
-    redcoll__tcp_addr_encode(table + REDCOLL__TCP_HDR + (size_t)q * REDCOLL__TCP_ADDR_WIRE,
+    redcoll__tcp_addr_encode(table + REDCOLL__TCP_HDR + 8 + (size_t)q * REDCOLL__TCP_ADDR_WIRE,
                              &t->peers[q].addr);
   for (int q = 1; q < t->size; q++) {
     if (io_all(fds[q], table, REDCOLL__TCP_HDR + tlen, 1, deadline) != 0) {
@@ -643,15 +702,17 @@ out:
 }
 
 /* Ranks > 0: register with the master and receive the table. */
-static int master_join(redcoll__tcp *t, int fd, const char *ma, int64_t deadline) {
+static int master_join(redcoll__tcp *t, int fd, const char *ma, uint64_t cfg_job,
+                       int64_t deadline) {
   int rc = REDCOLL_OK;
-  size_t tlen = (size_t)t->size * REDCOLL__TCP_ADDR_WIRE;
+  size_t tlen = 8 + (size_t)t->size * REDCOLL__TCP_ADDR_WIRE;
   unsigned char *table = malloc(tlen);
   if (table == NULL) return REDCOLL_ENOMEM;
-  unsigned char reg[REDCOLL__TCP_HDR + REDCOLL__TCP_ADDR_WIRE];
+  unsigned char reg[REDCOLL__TCP_HDR + REDCOLL__TCP_ADDR_WIRE + 8];
   redcoll__tcp_encode(reg, REDCOLL__FR_REG, (uint64_t)t->rank | (uint64_t)t->size << 32,
-                      REDCOLL__TCP_ADDR_WIRE);
+                      REDCOLL__TCP_ADDR_WIRE + 8);
   redcoll__tcp_addr_encode(reg + REDCOLL__TCP_HDR, &t->self);
+  redcoll__tcp_put_le(reg + REDCOLL__TCP_HDR + REDCOLL__TCP_ADDR_WIRE, cfg_job, 8);
   unsigned char hdr[REDCOLL__TCP_HDR];
   redcoll__tcp_frame f;
   if (io_all(fd, reg, sizeof reg, 1, deadline) != 0 ||
@@ -671,8 +732,15 @@ static int master_join(redcoll__tcp *t, int fd, const char *ma, int64_t deadline
     rc = errno_status(errno);
     goto out;
   }
+  t->job = redcoll__tcp_get_le(table, 8);
+  if (t->job == 0 || (cfg_job != 0 && t->job != cfg_job)) {
+    redcoll__log(0, "tcp rank %d: rendezvous with %s: the table has another job id", t->rank, ma);
+    rc = REDCOLL_EPROTO;
+    goto out;
+  }
   for (int q = 0; q < t->size; q++) {
-    if (redcoll__tcp_addr_decode(table + (size_t)q * REDCOLL__TCP_ADDR_WIRE, &t->peers[q].addr) !=
+    if (redcoll__tcp_addr_decode(table + 8 + (size_t)q * REDCOLL__TCP_ADDR_WIRE,
+                                 &t->peers[q].addr) !=
         REDCOLL_OK) {
       redcoll__log(0, "tcp rank %d: rendezvous with %s: bad address of rank %d", t->rank, ma, q);
       rc = REDCOLL_EPROTO;
@@ -722,8 +790,8 @@ static int boot_master(redcoll__tcp *t, const redcoll_tcp_config *cfg) {
   rc = choose_listen(t, cfg, &route, &la, &expl);
   if (rc == REDCOLL_OK) rc = listen_on(t, &la, t->rank == 0 && !expl);
   if (rc == REDCOLL_OK) {
-    if (t->rank == 0) rc = master_serve(t, &maddr, deadline);
-    else rc = master_join(t, fd, ma, deadline);
+    if (t->rank == 0) rc = master_serve(t, &maddr, cfg->job_id, deadline);
+    else rc = master_join(t, fd, ma, cfg->job_id, deadline);
   }
   if (fd >= 0) close(fd);
   if (rc == REDCOLL_OK) rc = check_loopback(t);

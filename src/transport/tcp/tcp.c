@@ -155,6 +155,7 @@ static redcoll__tcp_conn *conn_new(redcoll__tcp *t, int peer, int out) {
   }
   c->t = t;
   c->peer = peer;
+  c->claimed = -1;
   c->out = out;
   c->h.data = c;
   c->next = &t->conns;
@@ -439,6 +440,33 @@ static void auth_arrived(redcoll__tcp_conn *c) {
   }
 }
 
+/* The payload of a HELLO that claimed to be rank c->claimed has been read
+ * into c->abuf: the job id. */
+static void hello_arrived(redcoll__tcp_conn *c) {
+  redcoll__tcp *t = c->t;
+  int q = c->claimed;
+  uint64_t job = redcoll__tcp_get_le(c->abuf, 8);
+  if (job != t->job) {
+    redcoll__log(1,
+                 "tcp rank %d: dropped a connection claiming to be rank %d: HELLO from another "
+                 "job (job id %016llx, this job's is %016llx)",
+                 t->rank, q, (unsigned long long)job, (unsigned long long)t->job);
+    conn_close(c);
+    return;
+  }
+  if (t->auth) {
+    /* Identified only once it has proved it knows the secret. */
+    c->auth_step = REDCOLL__AUTH_C1;
+    return;
+  }
+  redcoll__tcp_peer *p = &t->peers[q];
+  if (p->in != NULL) return conn_proto(c, "second connection from one rank");
+  c->peer = q;
+  c->ready = 1;
+  p->in = c;
+  redcoll__log(3, "tcp rank %d: rank %d connected", t->rank, q);
+}
+
 /* An AUTH frame header. */
 static void auth_frame(redcoll__tcp_conn *c, const redcoll__tcp_frame *f) {
   redcoll__tcp *t = c->t;
@@ -495,22 +523,16 @@ static void frame_arrived(redcoll__tcp_conn *c, const redcoll__tcp_frame *f) {
   case REDCOLL__FR_AUTH:
     return auth_frame(c, f);
   case REDCOLL__FR_HELLO: {
-    if (c->out || c->peer >= 0 || c->auth_step != 0) return conn_proto(c, "unexpected HELLO");
+    if (c->out || c->peer >= 0 || c->auth_step != 0 || c->claimed >= 0)
+      return conn_proto(c, "unexpected HELLO");
     const char *why = NULL;
     int q = redcoll__tcp_hello_check(f, t->rank, t->size, &why);
     if (q < 0) return conn_proto(c, why);
-    if (t->auth) {
-      /* Identified only once it has proved it knows the secret. */
-      c->claimed = q;
-      c->auth_step = REDCOLL__AUTH_C1;
-      return;
-    }
-    redcoll__tcp_peer *p = &t->peers[q];
-    if (p->in != NULL) return conn_proto(c, "second connection from one rank");
-    c->peer = q;
-    c->ready = 1;
-    p->in = c;
-    redcoll__log(3, "tcp rank %d: rank %d connected", t->rank, q);
+    /* Its payload, the job id, decides (hello_arrived). */
+    c->claimed = q;
+    c->astep = REDCOLL__ASTEP_HELLO;
+    c->aneed = REDCOLL__TCP_HELLO_LEN;
+    c->agot = 0;
     return;
   }
   case REDCOLL__FR_BYE:
@@ -557,7 +579,8 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b) {
     c->agot += (size_t)n;
     if (c->agot < c->aneed) return;
     c->aneed = 0;
-    auth_arrived(c);
+    if (c->astep == REDCOLL__ASTEP_HELLO) hello_arrived(c);
+    else auth_arrived(c);
     return;
   }
   if (!c->have_frame) {
@@ -667,8 +690,10 @@ static void on_connect(uv_connect_t *req, int status) {
     return;
   }
   uv_tcp_nodelay(&c->h, 1);
-  redcoll__tcp_encode(c->hello, REDCOLL__FR_HELLO, (uint64_t)t->rank, (uint64_t)t->size);
-  size_t hn = REDCOLL__TCP_HDR;
+  redcoll__tcp_encode(c->hello, REDCOLL__FR_HELLO, (uint64_t)t->rank | (uint64_t)t->size << 32,
+                      REDCOLL__TCP_HELLO_LEN);
+  redcoll__tcp_put_le(c->hello + REDCOLL__TCP_HDR, t->job, 8);
+  size_t hn = REDCOLL__TCP_HDR + REDCOLL__TCP_HELLO_LEN;
   if (t->auth) {
     /* Ready once the peer has answered the challenge (auth_arrived). */
     auth_nonce(c->nonce_mine);

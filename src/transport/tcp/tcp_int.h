@@ -13,7 +13,7 @@
 /* ---- wire format --------------------------------------------------------- */
 
 #define REDCOLL__TCP_MAGIC 0x4c434452u /* "RDCL" little-endian */
-#define REDCOLL__TCP_VERSION 1
+#define REDCOLL__TCP_VERSION 2
 #define REDCOLL__TCP_HDR 24
 /* An address in the rendezvous: family (u16: 4 or 6), port (u16), 16 bytes
  * of address (IPv4 in the first 4). */
@@ -21,14 +21,20 @@
 
 enum {
   REDCOLL__FR_DATA = 1,  /* tag: the message tag; len: payload bytes */
-  REDCOLL__FR_HELLO = 2, /* first frame of a connection; tag: rank, len: size */
+  REDCOLL__FR_HELLO = 2, /* first frame of a connection; tag: rank | size << 32;
+                          * len: HELLO_LEN, the job id (u64) */
   REDCOLL__FR_BYE = 3,   /* the sender is closing normally; tag 0, len 0 */
   REDCOLL__FR_ABORT = 4, /* the sender gave up; tag: its status, len 0 */
-  REDCOLL__FR_REG = 5,   /* rendezvous: tag: rank | size << 32; len: ADDR_WIRE */
-  REDCOLL__FR_TABLE = 6, /* rendezvous: tag: size; len: size * ADDR_WIRE */
+  REDCOLL__FR_REG = 5,   /* rendezvous: tag: rank | size << 32; len: ADDR_WIRE + 8:
+                          * the address, the configured job id (0: none) */
+  REDCOLL__FR_TABLE = 6, /* rendezvous: tag: size; len: 8 + size * ADDR_WIRE:
+                          * the job's id, then every rank's address */
   REDCOLL__FR_AUTH = 7,  /* authentication (a shared secret): tag: the step,
                           * len: its payload (REDCOLL__AUTH_*) */
 };
+
+/* The payload of a HELLO: the job id, u64 little-endian. */
+#define REDCOLL__TCP_HELLO_LEN 8
 
 /* The challenge-response after HELLO when the job has a secret; the
  * connecting rank is the client C, the accepting one the server S:
@@ -38,13 +44,19 @@ enum {
  *   0  either  refused: the connection closes after it   (no payload)
  * k = SHA-256(secret), HMAC-SHA256; ranks and size as u32 little-endian. */
 #define REDCOLL__AUTH_NONCE 32
+#define REDCOLL__ASTEP_HELLO 0x100 /* reading a HELLO's payload, not an AUTH's */
 #define REDCOLL__AUTH_MAC 32
 enum { REDCOLL__AUTH_REFUSED = 0, REDCOLL__AUTH_C1 = 1, REDCOLL__AUTH_S2 = 2, REDCOLL__AUTH_C3 = 3 };
 
 /* The payload length step `step` must have; -1 for no such step. */
 int redcoll__tcp_auth_len(uint64_t step);
-/* Writes the n low bytes of v little-endian. */
+/* Writes the n low bytes of v little-endian; reads them back. */
 void redcoll__tcp_put_le(unsigned char *p, uint64_t v, int n);
+uint64_t redcoll__tcp_get_le(const unsigned char *p, int n);
+/* 64-bit FNV-1a of n bytes, continuing from h (start with
+ * REDCOLL__TCP_FNV_INIT): the digest a job id is made from. */
+#define REDCOLL__TCP_FNV_INIT 0xcbf29ce484222325ull
+uint64_t redcoll__tcp_fnv1a(uint64_t h, const void *p, size_t n);
 
 typedef struct redcoll__tcp_frame {
   unsigned type;
@@ -55,8 +67,9 @@ typedef struct redcoll__tcp_frame {
 void redcoll__tcp_encode(unsigned char *out, unsigned type, uint64_t tag, uint64_t len);
 /* REDCOLL_EPROTO if magic, version, reserved bits or type are wrong. */
 int redcoll__tcp_decode(const unsigned char *in, redcoll__tcp_frame *f);
-/* The rank a HELLO frame f received by `rank` of a job of `size` announces,
- * or -1 with the reason in *why (another type, size or a bad rank). */
+/* The rank a HELLO frame header f received by `rank` of a job of `size`
+ * announces, or -1 with the reason in *why (another type, size, payload
+ * length or a bad rank).  Its payload, the job id, is compared after. */
 int redcoll__tcp_hello_check(const redcoll__tcp_frame *f, int rank, int size, const char **why);
 
 /* ---- addresses ------------------------------------------------------------ */
@@ -106,12 +119,12 @@ struct redcoll__tcp_conn {
   unsigned char nonce_mine[REDCOLL__AUTH_NONCE], nonce_peer[REDCOLL__AUTH_NONCE];
   unsigned char abuf[REDCOLL__AUTH_NONCE + REDCOLL__AUTH_MAC];
   size_t aneed, agot;
-  unsigned astep;
+  unsigned astep; /* the AUTH step being read, or ASTEP_HELLO */
   unsigned char hdr[REDCOLL__TCP_HDR];
   size_t hdr_got;
   int have_frame; /* a DATA header was read, its payload not yet */
   redcoll__tcp_frame fr;
-  unsigned char hello[2 * REDCOLL__TCP_HDR + REDCOLL__AUTH_NONCE + REDCOLL__AUTH_MAC];
+  unsigned char hello[2 * REDCOLL__TCP_HDR + REDCOLL__TCP_HELLO_LEN + REDCOLL__AUTH_NONCE];
   uv_write_t hello_req;
   redcoll__tcp_conn *next, *prev;
 };
@@ -171,6 +184,7 @@ struct redcoll__tcp {
   int fatal;               /* first error that breaks every call */
   int in_call;             /* re-entry guard */
   int aborting;
+  uint64_t job;            /* the job id every HELLO must carry */
   int auth;                /* a secret is set: connections authenticate */
   unsigned char key[32];   /* SHA-256 of the secret */
 };

@@ -9,7 +9,7 @@ void redcoll__tcp_put_le(unsigned char *p, uint64_t v, int n) {
   for (int i = 0; i < n; i++) p[i] = (unsigned char)(v >> (8 * i));
 }
 
-static uint64_t get_le(const unsigned char *p, int n) {
+uint64_t redcoll__tcp_get_le(const unsigned char *p, int n) {
   uint64_t v = 0;
   for (int i = n - 1; i >= 0; i--) v = v << 8 | p[i];
   return v;
@@ -25,14 +25,23 @@ void redcoll__tcp_encode(unsigned char *out, unsigned type, uint64_t tag, uint64
 }
 
 int redcoll__tcp_decode(const unsigned char *in, redcoll__tcp_frame *f) {
-  if (get_le(in, 4) != REDCOLL__TCP_MAGIC || in[4] != REDCOLL__TCP_VERSION || in[6] != 0 ||
+  if (redcoll__tcp_get_le(in, 4) != REDCOLL__TCP_MAGIC || in[4] != REDCOLL__TCP_VERSION || in[6] != 0 ||
       in[7] != 0)
     return REDCOLL_EPROTO;
   f->type = in[5];
   if (f->type < REDCOLL__FR_DATA || f->type > REDCOLL__FR_AUTH) return REDCOLL_EPROTO;
-  f->tag = get_le(in + 8, 8);
-  f->len = get_le(in + 16, 8);
+  f->tag = redcoll__tcp_get_le(in + 8, 8);
+  f->len = redcoll__tcp_get_le(in + 16, 8);
   return REDCOLL_OK;
+}
+
+uint64_t redcoll__tcp_fnv1a(uint64_t h, const void *p, size_t n) {
+  const unsigned char *b = p;
+  for (size_t i = 0; i < n; i++) {
+    h ^= b[i];
+    h *= 0x100000001b3ull;
+  }
+  return h;
 }
 
 int redcoll__tcp_auth_len(uint64_t step) {
@@ -50,13 +59,18 @@ int redcoll__tcp_hello_check(const redcoll__tcp_frame *f, int rank, int size, co
     *why = "not a HELLO";
     return -1;
   }
-  if (f->len != (uint64_t)size) {
+  if (f->len != REDCOLL__TCP_HELLO_LEN) {
+    *why = "malformed HELLO";
+    return -1;
+  }
+  if (f->tag >> 32 != (uint64_t)size) {
     *why = "HELLO from a job of another size";
     return -1;
   }
-  if (f->tag >= (uint64_t)size || f->tag == (uint64_t)rank) {
+  uint64_t q = f->tag & 0xffffffffu;
+  if (q >= (uint64_t)size || q == (uint64_t)rank) {
     *why = "HELLO with a bad rank";
     return -1;
   }
-  return (int)f->tag;
+  return (int)q;
 }

@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""Writes the seed corpus of the fuzz targets (fuzz/corpus/<target>/) in the
+current wire format (src/transport/tcp/tcp_int.h).  Run it after a change of
+the format: python3 fuzz/make_corpus.py.  Only the standard library."""
+import os
+import struct
+
+VERSION = 2
+DATA, HELLO, BYE, ABORT, REG, TABLE, AUTH = range(1, 8)
+HERE = os.path.dirname(os.path.abspath(__file__))
+JOB = 0x0123456789abcdef
+
+
+def hdr(ftype, tag, length, magic=b'RDCL'):
+    return magic + struct.pack('<BBHQQ', VERSION, ftype, 0, tag, length)
+
+
+def hello(rank, size, job=JOB):
+    return hdr(HELLO, rank | size << 32, 8) + struct.pack('<Q', job)
+
+
+def auth(step, payload):
+    return hdr(AUTH, step, len(payload)) + payload
+
+
+def prefix(world, rank, job=JOB):
+    """The handshake target's input starts with: world - 1, rank, job id."""
+    return bytes([world - 1, rank]) + struct.pack('<Q', job)
+
+
+SEEDS = {
+    'frame': {
+        'auth': auth(1, bytes(32)) + auth(2, bytes(64)),
+        'bad_magic': hdr(DATA, 0, 0, magic=b'XDCL'),
+        'bye_abort': hdr(BYE, 0, 0) + hdr(ABORT, (1 << 64) - 4, 0),
+        'data': hdr(DATA, 0x1234, 8),
+        'hello': hello(1, 4),
+        'reg_table': hdr(REG, 2 | 4 << 32, 20 + 8) + bytes(28) + hdr(TABLE, 4, 8 + 4 * 20),
+    },
+    'handshake': {
+        'bad_step': prefix(5, 1) + hello(0, 5) + auth(3, bytes(32)),
+        'full': prefix(5, 0) + hello(2, 5) + auth(1, b'\x08' + bytes(31)) + auth(3, bytes(32)) +
+                hdr(DATA, 5, 0x800),
+        'hello_only': prefix(5, 0) + hello(2, 5),
+        'no_auth': prefix(5, 0) + hello(1, 5) + hdr(DATA, 5, 8) + bytes(8),
+        'wrong_size': prefix(5, 0) + hello(2, 6),
+        'other_job': prefix(5, 0) + hello(2, 5, job=JOB + 1) + auth(1, bytes(32)),
+    },
+}
+
+for target, seeds in SEEDS.items():
+    d = os.path.join(HERE, 'corpus', target)
+    os.makedirs(d, exist_ok=True)
+    for name, data in seeds.items():
+        with open(os.path.join(d, name), 'wb') as f:
+            f.write(data)
