@@ -243,7 +243,7 @@ def cmd_correct(rng, only, all_roots_upto):
             base = ['--coll', coll, '--algo', algo, '--op', op]
             if refuse:  # must be refused (count > 0, p > 1), whatever the root
                 go(base + ['--p', '%d-%d' % (a, b), '--count', 7], algo, True)
-                if coll == 'reduce':
+                if coll == 'reduce' and a <= 16:
                     go(base + ['--p', '%d-%d' % (a, min(b, 16)), '--count', 7, '--root', 'all'],
                        algo, True)
                 continue

@@ -2,9 +2,11 @@
  * The simulator: p ranks under one deterministic scheduler, on a one-ported,
  * full-duplex alpha-beta-gamma network.
  *
- * Each rank runs fn(comm, arg) on a thread of its own, but only one rank runs
- * at a time and the scheduler picks the next one from a seeded generator, so
- * the same seed gives the same trace byte for byte.
+ * Each rank runs fn(comm, arg) as a coroutine with a stack of its own, all on
+ * the calling thread: only one rank runs at a time and the scheduler picks
+ * the next one from a seeded generator, so the same seed gives the same trace
+ * byte for byte.  fn must not block on anything but the communicator (a rank
+ * waiting on a lock held by another rank would stop the whole run).
  *
  * Cost model.  A transfer of n bytes starts when its sender and its receiver
  * have both posted it and takes alpha + n * beta.  A sendrecv ends when both
@@ -63,7 +65,7 @@ typedef struct redcoll_mock_config {
    * REDCOLL_ETRANSPORT. */
   int fail_rank;
   uint64_t fail_after;
-  size_t stack_size;   /* per-rank thread stack; 0: 256 KiB */
+  size_t stack_size;   /* per-rank stack; 0: 256 KiB (at least 64 KiB) */
   /* Stall injection, the simulator's SIGSTOP: before its stall_after-th
    * transport call (counted as for fail_after) rank stall_rank (if >= 0)
    * stands still for stall_time units of virtual time; peers that wait for

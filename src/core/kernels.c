@@ -156,11 +156,13 @@ uint16_t redcoll__f32_to_bf16(float f) { return rc_f32_to_bf16(f); }
  * and the baseline, and the dynamic loader picks one for the CPU once.  The
  * arithmetic is the same IEEE operation in every version, so results do not
  * depend on the version picked.  Define REDCOLL_NO_CLONES to turn this off. */
+#ifndef REDCOLL_NO_CLONES
 #if defined(__SANITIZE_THREAD__)
 #define REDCOLL_NO_CLONES /* the ifunc resolvers run before TSan starts: crash */
 #elif defined(__has_feature)
 #if __has_feature(thread_sanitizer)
 #define REDCOLL_NO_CLONES
+#endif
 #endif
 #endif
 #if !defined(REDCOLL_NO_CLONES) && defined(__x86_64__) && defined(__GLIBC__) && \

@@ -1,15 +1,17 @@
 /*
  * The simulator transport (include/redcoll/mock.h, docs/simulator.md).
  *
- * Every rank is a thread, but only the thread that holds the baton runs; all
- * others wait on their own semaphore.  A rank gives the baton away only when
- * it blocks in a call or returns from fn: it picks the next rank from the
- * runnable set with a generator seeded by cfg->seed, posts that rank's
- * semaphore and waits on its own, so one seed gives one interleaving.  All
- * run state is touched only by the baton holder, and the semaphores order
- * those accesses, so no lock is needed.  Completion times are a
- * dataflow computation over post times and do not depend on the
- * interleaving at all.
+ * Every rank is a coroutine (ucontext) on its own stack, all of them on the
+ * thread that called redcoll_mock_run: only one runs at a time.  A rank
+ * gives way only when it blocks in a call or returns from fn; it switches to
+ * the scheduler, which picks the next rank from the runnable set with a
+ * generator seeded by cfg->seed and switches to it, so one seed gives one
+ * interleaving.  No lock is needed, and a switch costs a few hundred
+ * nanoseconds where a hand-off between threads costs a wake-up by the
+ * kernel (tens of microseconds, milliseconds on a loaded machine).
+ * Completion times are a dataflow computation over post times and do not
+ * depend on the interleaving at all.  Under AddressSanitizer and
+ * ThreadSanitizer the switches are announced to the sanitizer.
  *
  * Messages wait in FIFO queues, one per ordered pair (src, dst) that has a
  * message in flight, found through a hash table: memory is proportional to
@@ -23,7 +25,7 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
-#include <semaphore.h>
+#include <ucontext.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +39,7 @@
 
 #define MOCK_MAX_P 65536
 #define MOCK_DEFAULT_STACK ((size_t)256 * 1024)
+#define MOCK_MIN_STACK ((size_t)64 * 1024)
 
 enum rank_state { ST_READY, ST_RUNNING, ST_BLOCKED, ST_DONE };
 
@@ -71,10 +74,11 @@ typedef struct mock_rank {
   struct mock_run *run;
   int id;
   int state;
-  sem_t baton;           /* posted when the rank may run */
+  ucontext_t ctx;        /* where the rank resumes */
+  void *fiber;           /* ThreadSanitizer's fiber of the rank */
   double clock;
   uint64_t rclock;
-  int started;           /* its thread was created (it must be joined) */
+  int started;           /* its coroutine was made */
   int dead;              /* fault injection fired on this rank */
   uint64_t ncalls;
   redcoll_comm *comm;    /* the rank's communicator, for its deadline */
@@ -101,13 +105,15 @@ typedef struct mock_rank {
 } mock_rank;
 
 typedef struct mock_run {
-  sem_t done;            /* posted when every rank has returned */
+  ucontext_t sched;      /* the scheduler, on the caller's stack */
+  void *sched_fiber;     /* ThreadSanitizer's fiber of the caller */
+  const void *sched_stack; /* the caller's stack, for AddressSanitizer */
+  size_t sched_stack_len;
   int p;
   redcoll_mock_config cfg;
   redcoll_rank_main fn;
   void *arg;
   mock_rank *ranks;
-  pthread_t *threads;
   unsigned char *stacks; /* one mapping holding every rank's stack */
   size_t stacks_len;
   size_t slot;           /* guard page + stack */
@@ -405,71 +411,178 @@ static void deadlock(mock_run *run) {
     if (run->ranks[i].state == ST_BLOCKED) cancel_call(run, &run->ranks[i], REDCOLL_EDEADLOCK);
 }
 
-static void *rank_thread(void *p);
+/* ---- coroutines ------------------------------------------------------------- */
 
-/* Starts r's thread on its slot of the stack mapping.  The stacks are
- * carved from one mapping rather than left to pthread_create, because
- * thousands of thread stacks unmapped one by one cost a TLB shootdown each.
- * The C library puts static TLS on a caller-provided stack too; should it
- * not fit (sanitizer runtimes have large TLS), the library allocates the
- * stack itself. */
-static int start_thread(mock_run *run, mock_rank *r) {
-  pthread_attr_t attr;
-  if (pthread_attr_init(&attr) != 0) return -1;
-  int rc = pthread_attr_setstack(&attr, run->stacks + (size_t)r->id * run->slot + run->page,
-                                 run->slot - run->page);
-  if (rc == 0) rc = pthread_create(&run->threads[r->id], &attr, rank_thread, r);
-  pthread_attr_destroy(&attr);
-  if (rc == 0) return 0;
-  if (pthread_attr_init(&attr) != 0) return -1;
-  rc = pthread_attr_setstacksize(&attr, run->slot - run->page);
-  if (rc == 0) rc = pthread_create(&run->threads[r->id], &attr, rank_thread, r);
-  pthread_attr_destroy(&attr);
-  return rc;
+#if defined(__SANITIZE_ADDRESS__)
+#define MOCK_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define MOCK_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define MOCK_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define MOCK_TSAN 1
+#endif
+#endif
+
+#ifdef MOCK_ASAN
+void __asan_unpoison_memory_region(void const volatile *addr, size_t size);
+void __sanitizer_start_switch_fiber(void **fake_stack_save, const void *bottom, size_t size);
+void __sanitizer_finish_switch_fiber(void *fake_stack_save, const void **bottom_old,
+                                     size_t *size_old);
+#endif
+#ifdef MOCK_TSAN
+void *__tsan_get_current_fiber(void);
+void *__tsan_create_fiber(unsigned flags);
+void __tsan_destroy_fiber(void *fiber);
+void __tsan_switch_to_fiber(void *fiber, unsigned flags);
+#endif
+
+/* The stacks of a run: one mapping of slots of `slot` bytes, each a guard
+ * page and a stack (stacks grow down; should the kernel's mapping limit
+ * refuse more guard pages, the remaining stacks go without).  The mapping
+ * of the last run is kept for the next one with the same slot size when it
+ * is at most MOCK_CACHE_MAX bytes: a sweep of thousands of runs would
+ * otherwise spend most of its time mapping stacks and faulting them in. */
+#define MOCK_CACHE_MAX ((size_t)64 << 20)
+static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
+static unsigned char *cache_map;
+static size_t cache_len, cache_slot;
+
+/* A mapping of at least *len bytes in slots of `slot`; *len is set to its
+ * size.  NULL if the system has no memory for it. */
+static unsigned char *stacks_get(size_t slot, size_t page, size_t *len) {
+  unsigned char *m = NULL;
+  pthread_mutex_lock(&cache_mu);
+  if (cache_map != NULL && cache_slot == slot && cache_len >= *len) {
+    m = cache_map;
+    *len = cache_len;
+    cache_map = NULL;
+  }
+  pthread_mutex_unlock(&cache_mu);
+  if (m != NULL) return m;
+  void *map = mmap(NULL, *len, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+  if (map == MAP_FAILED) return NULL;
+  m = map;
+  for (size_t off = 0; off < *len; off += slot)
+    if (mprotect(m + off, page, PROT_NONE) != 0) break;
+  return m;
 }
 
-/* Hands the baton to the next rank.  Called by the baton holder (or by the
- * main thread at the start), which must not touch the run afterwards.  A
- * rank's thread is created the first time the rank is picked, already
- * holding the baton; a rank whose thread cannot be created counts as having
- * returned REDCOLL_ENOMEM. */
-static void schedule_next(mock_run *run) {
+static void stacks_put(unsigned char *m, size_t len, size_t slot) {
+  if (len <= MOCK_CACHE_MAX) {
+    pthread_mutex_lock(&cache_mu);
+    unsigned char *old = cache_map;
+    size_t old_len = cache_len;
+    if (old == NULL || old_len <= len) { /* keep the larger one */
+      cache_map = m;
+      cache_len = len;
+      cache_slot = slot;
+      m = old;
+      len = old_len;
+    }
+    pthread_mutex_unlock(&cache_mu);
+  }
+  if (m != NULL) munmap(m, len);
+}
+
+static unsigned char *stack_of(const mock_run *run, const mock_rank *r) {
+  return run->stacks + (size_t)r->id * run->slot + run->page;
+}
+
+/* Saves the running context in `from` and resumes `to`, whose stack is
+ * [bottom, bottom + len) and whose ThreadSanitizer fiber is `fiber`; returns
+ * when `from` is resumed.  `dying`: `from` is never resumed. */
+static void switch_to(ucontext_t *from, ucontext_t *to, void *fiber, const void *bottom, size_t len,
+                      int dying) {
+#ifdef MOCK_ASAN
+  void *fake = NULL;
+  __sanitizer_start_switch_fiber(dying ? NULL : &fake, bottom, len);
+#else
+  (void)bottom, (void)len, (void)dying;
+#endif
+#ifdef MOCK_TSAN
+  __tsan_switch_to_fiber(fiber, 0);
+#else
+  (void)fiber;
+#endif
+  swapcontext(from, to);
+#ifdef MOCK_ASAN
+  __sanitizer_finish_switch_fiber(fake, NULL, NULL);
+#endif
+}
+
+/* From the scheduler into r, until r blocks or returns. */
+static void run_rank(mock_run *run, mock_rank *r) {
+  switch_to(&run->sched, &r->ctx, r->fiber, stack_of(run, r), run->slot - run->page, 0);
+}
+
+/* From rank r back to the scheduler; returns when r is picked again (never
+ * once r is done). */
+static void to_scheduler(mock_run *run, mock_rank *r) {
+  switch_to(&r->ctx, &run->sched, run->sched_fiber, run->sched_stack, run->sched_stack_len,
+            r->state == ST_DONE);
+}
+
+static void rank_main(unsigned lo, unsigned hi);
+
+/* Makes r's coroutine on its slot of the stack mapping.  The stacks are
+ * carved from one mapping because thousands of them unmapped one by one
+ * would cost a TLB shootdown each. */
+static int start_rank(mock_run *run, mock_rank *r) {
+#ifdef MOCK_ASAN
+  /* A stack reused from an earlier rank may still carry its poisoned
+   * redzones: that rank never returned through its frames. */
+  __asan_unpoison_memory_region(stack_of(run, r), run->slot - run->page);
+#endif
+  if (getcontext(&r->ctx) != 0) return -1;
+  r->ctx.uc_stack.ss_sp = stack_of(run, r);
+  r->ctx.uc_stack.ss_size = run->slot - run->page;
+  r->ctx.uc_link = NULL; /* rank_main never returns: it switches away */
+  uintptr_t a = (uintptr_t)r;
+  makecontext(&r->ctx, (void (*)(void))rank_main, 2, (unsigned)(a & 0xffffffffu),
+              (unsigned)((uint64_t)a >> 32));
+#ifdef MOCK_TSAN
+  r->fiber = __tsan_create_fiber(0);
+#endif
+  return 0;
+}
+
+/* The next rank to run, picked from the runnable set by the seeded
+ * generator, or NULL when every rank has returned (a deadlock is reported
+ * and broken first).  A rank whose coroutine cannot be made counts as
+ * having returned REDCOLL_ENOMEM. */
+static mock_rank *pick_next(mock_run *run) {
   for (;;) {
     if (run->nrunnable == 0 && run->nblocked > 0 && !expire_one(run) && !blocked_mismatch(run))
       deadlock(run);
-    if (run->nrunnable == 0) {
-      sem_post(&run->done);
-      return;
-    }
+    if (run->nrunnable == 0) return NULL;
     int idx = (int)(rng_next(&run->rng) % (uint64_t)run->nrunnable);
     int id = run->runnable[idx];
     int last = run->runnable[--run->nrunnable];
     run->runnable[idx] = last;
     mock_rank *r = &run->ranks[id];
     r->state = ST_RUNNING;
-    if (r->started) {
-      sem_post(&r->baton);
-      return;
+    if (r->started) return r;
+    if (start_rank(run, r) == 0) {
+      r->started = 1;
+      return r;
     }
-    r->started = 1;
-    if (start_thread(run, r) == 0) return;
-    r->started = 0;
-    report_add(run, "rank %d: could not create its thread", id);
+    report_add(run, "rank %d: could not make its coroutine", id);
     r->state = ST_DONE;
     r->st.status = REDCOLL_ENOMEM;
   }
 }
 
-static void baton_wait(sem_t *s) {
-  while (sem_wait(s) != 0 && errno == EINTR) continue;
-}
-
-/* The caller gives up the baton until its call has ended. */
+/* The caller gives way until its call has ended. */
 static void block(mock_run *run, mock_rank *r) {
   r->state = ST_BLOCKED;
   run->nblocked++;
-  schedule_next(run);
-  baton_wait(&r->baton);
+  to_scheduler(run, r);
 }
 
 /* ---- message completion ------------------------------------------------------ */
@@ -745,10 +858,14 @@ static const redcoll_transport_ops mock_ops = {
 
 /* ---- the run ---------------------------------------------------------------------- */
 
-/* A rank's thread is created holding the baton. */
-static void *rank_thread(void *p) {
-  mock_rank *r = p;
+/* A rank's coroutine: r's address in two halves (makecontext passes ints). */
+static void rank_main(unsigned lo, unsigned hi) {
+  mock_rank *r = (mock_rank *)(uintptr_t)((uint64_t)hi << 32 | lo);
   mock_run *run = r->run;
+#ifdef MOCK_ASAN
+  /* Entered from the scheduler: learn its stack. */
+  __sanitizer_finish_switch_fiber(NULL, &run->sched_stack, &run->sched_stack_len);
+#endif
   redcoll_comm *comm = NULL;
   int status = redcoll_comm_create(&mock_ops, r, r->id, run->p, &comm);
   if (status == REDCOLL_OK) {
@@ -766,8 +883,8 @@ static void *rank_thread(void *p) {
   r->comm = NULL;
   redcoll_comm_destroy(comm);
   r->state = ST_DONE;
-  schedule_next(run); /* the last thing this thread does with the run */
-  return NULL;
+  to_scheduler(run, r); /* for good */
+  abort();              /* a finished rank is never resumed */
 }
 
 static void write_dot(const mock_run *run) {
@@ -797,7 +914,7 @@ REDCOLL_API void redcoll_mock_config_init(redcoll_mock_config *cfg) {
 REDCOLL_API int redcoll_mock_run(int p, const redcoll_mock_config *cfg, redcoll_rank_main fn,
                                  void *arg, redcoll_mock_stats *stats) {
   if (p < 1 || p > MOCK_MAX_P || fn == NULL) return REDCOLL_EINVAL;
-  int rc = REDCOLL_ENOMEM, nsem = 0;
+  int rc = REDCOLL_ENOMEM;
   mock_run *run = calloc(1, sizeof *run);
   if (run == NULL) return REDCOLL_ENOMEM;
   if (cfg != NULL) run->cfg = *cfg;
@@ -810,55 +927,49 @@ REDCOLL_API int redcoll_mock_run(int p, const redcoll_mock_config *cfg, redcoll_
   while (run->nbuckets < (size_t)p) run->nbuckets *= 2;
 
   run->ranks = calloc((size_t)p, sizeof *run->ranks);
-  run->threads = calloc((size_t)p, sizeof *run->threads);
   run->runnable = malloc((size_t)p * sizeof *run->runnable);
   run->buckets = calloc(run->nbuckets, sizeof *run->buckets);
-  if (run->ranks == NULL || run->threads == NULL || run->runnable == NULL || run->buckets == NULL)
-    goto free_arrays;
-  if (sem_init(&run->done, 0, 0) != 0) goto free_arrays;
-  for (; nsem < p; nsem++) {
-    mock_rank *r = &run->ranks[nsem];
+  if (run->ranks == NULL || run->runnable == NULL || run->buckets == NULL) goto free_arrays;
+  for (int i = 0; i < p; i++) {
+    mock_rank *r = &run->ranks[i];
     r->run = run;
-    r->id = nsem;
+    r->id = i;
     r->rv.eager = 1;
     r->deadline = INFINITY;
-    if (sem_init(&r->baton, 0, 0) != 0) goto free_sems;
   }
 
-  /* Stack slots: a guard page below each stack (stacks grow down).  Should
-   * the kernel's mapping limit refuse more guard pages, the remaining
-   * stacks go without. */
+  /* Stack slots: a guard page and a stack each (stacks_get). */
   long pg = sysconf(_SC_PAGESIZE);
   run->page = pg > 0 ? (size_t)pg : 4096;
   size_t stack = run->cfg.stack_size ? run->cfg.stack_size : MOCK_DEFAULT_STACK;
-  if (stack < (size_t)PTHREAD_STACK_MIN) stack = (size_t)PTHREAD_STACK_MIN;
+  if (stack < MOCK_MIN_STACK) stack = MOCK_MIN_STACK;
   if (stack > SIZE_MAX / 2) {
     rc = REDCOLL_EINVAL;
-    goto free_sems;
+    goto free_arrays;
   }
   stack = (stack + run->page - 1) / run->page * run->page;
   run->slot = stack + run->page;
   if (run->slot > SIZE_MAX / (size_t)p) {
     rc = REDCOLL_EINVAL;
-    goto free_sems;
+    goto free_arrays;
   }
   run->stacks_len = run->slot * (size_t)p;
-  void *map = mmap(NULL, run->stacks_len, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
-  if (map == MAP_FAILED) goto free_sems;
-  run->stacks = map;
-  for (int i = 0; i < p; i++)
-    if (mprotect(run->stacks + (size_t)i * run->slot, run->page, PROT_NONE) != 0) break;
+  run->stacks = stacks_get(run->slot, run->page, &run->stacks_len);
+  if (run->stacks == NULL) goto free_arrays;
 
   for (int i = 0; i < p; i++) {
     run->ranks[i].state = ST_READY;
     run->runnable[i] = i;
   }
   run->nrunnable = p;
-  schedule_next(run);
-  baton_wait(&run->done);
+#ifdef MOCK_TSAN
+  run->sched_fiber = __tsan_get_current_fiber();
+#endif
+  for (mock_rank *r; (r = pick_next(run)) != NULL;) run_rank(run, r);
+#ifdef MOCK_TSAN
   for (int i = 0; i < p; i++)
-    if (run->ranks[i].started) pthread_join(run->threads[i], NULL);
+    if (run->ranks[i].started) __tsan_destroy_fiber(run->ranks[i].fiber);
+#endif
 
   if (run->cfg.dot != NULL) write_dot(run);
   rc = REDCOLL_OK;
@@ -867,10 +978,7 @@ REDCOLL_API int redcoll_mock_run(int p, const redcoll_mock_config *cfg, redcoll_
   if (stats != NULL)
     for (int i = 0; i < p; i++) stats[i] = run->ranks[i].st;
 
-  munmap(run->stacks, run->stacks_len);
-free_sems:
-  for (int i = 0; i < nsem; i++) sem_destroy(&run->ranks[i].baton);
-  sem_destroy(&run->done);
+  stacks_put(run->stacks, run->stacks_len, run->slot);
 free_arrays:
   if (run->cfg.report != NULL && run->cfg.report_len > 0) {
     size_t n = run->report_len < run->cfg.report_len ? run->report_len : run->cfg.report_len - 1;
@@ -901,7 +1009,6 @@ free_arrays:
   free(run->report);
   free(run->edges);
   free(run->runnable);
-  free(run->threads);
   free(run->ranks);
   free(run);
   return rc;
