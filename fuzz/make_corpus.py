@@ -30,7 +30,7 @@ def prefix(world, rank, job=JOB):
 
 SEEDS = {
     'frame': {
-        'auth': auth(1, bytes(32)) + auth(2, bytes(64)),
+        'auth': auth(1, bytes(32)) + auth(2, bytes(64)) + auth(3, bytes(32)) + hdr(AUTH, 0, 0),
         'bad_magic': hdr(DATA, 0, 0, magic=b'XDCL'),
         'bye_abort': hdr(BYE, 0, 0) + hdr(ABORT, (1 << 64) - 4, 0),
         'data': hdr(DATA, 0x1234, 8),
@@ -39,8 +39,10 @@ SEEDS = {
     },
     'handshake': {
         'bad_step': prefix(5, 1) + hello(0, 5) + auth(3, bytes(32)),
-        'full': prefix(5, 0) + hello(2, 5) + auth(1, b'\x08' + bytes(31)) + auth(3, bytes(32)) +
-                hdr(DATA, 5, 0x800),
+        # The harness takes the posted length from the first two bytes of
+        # the last authentication payload (big-endian): 8 here.
+        'full': prefix(5, 0) + hello(2, 5) + auth(1, bytes(32)) + auth(3, b'\x00\x08' + bytes(30)) +
+                hdr(DATA, 5, 8) + bytes(range(8)) + hdr(DATA, 6, 8) + bytes(8),
         'hello_only': prefix(5, 0) + hello(2, 5),
         'no_auth': prefix(5, 0) + hello(1, 5) + hdr(DATA, 5, 8) + bytes(8),
         'wrong_size': prefix(5, 0) + hello(2, 6),

@@ -102,6 +102,14 @@ static void test_frames(void) {
   CHECK(redcoll__tcp_get_le(le, 2) == 0x7788);
   CHECK(redcoll__tcp_fnv1a(REDCOLL__TCP_FNV_INIT, "", 0) == 0xcbf29ce484222325ULL);
   CHECK(redcoll__tcp_fnv1a(REDCOLL__TCP_FNV_INIT, "a", 1) == 0xaf63dc4c8601ec8cULL);
+  /* A host list's id: its entries as written, separators aside. */
+  uint64_t hd = redcoll__tcp_hosts_digest("node1:5000,node2:5000");
+  CHECK(hd != 0);
+  CHECK(redcoll__tcp_hosts_digest(" node1:5000  node2:5000\n") == hd);
+  CHECK(redcoll__tcp_hosts_digest("node1:5000,,node2:5000,") == hd);
+  CHECK(redcoll__tcp_hosts_digest("node2:5000,node1:5000") != hd);
+  CHECK(redcoll__tcp_hosts_digest("node1:5000,node2:5001") != hd);
+  CHECK(redcoll__tcp_hosts_digest("node1:5000node2:5000") != hd);
 }
 
 static int parse(const char *s, int defport, char *out, size_t n) {
@@ -214,9 +222,16 @@ static void test_env(void) {
   unsetenv("REDCOLL_TIMEOUT_MS");
   CHECK_INT(redcoll_tcp_config_from_env(&cfg), REDCOLL_OK);
   CHECK_INT(cfg.rank, 5);
-  /* The job id: none, the launcher's job (and step), REDCOLL_JOB_ID first;
-   * the values are FNV-1a 64 of "1234", "1234.5" and "job-7". */
+  /* The job id: none; REDCOLL_JOB_ID; else the job (and step) of the
+   * launcher that gave the rank, never another launcher's.  The values are
+   * FNV-1a 64 of "1234", "1234.5", "job-7" and "99". */
   CHECK(cfg.job_id == 0);
+  setenv("SLURM_JOB_ID", "1234", 1);
+  CHECK_INT(redcoll_tcp_config_from_env(&cfg), REDCOLL_OK);
+  CHECK(cfg.job_id == 0); /* the rank came from PMI_RANK */
+  clear_env();
+  setenv("SLURM_PROCID", "0", 1);
+  setenv("SLURM_NTASKS", "2", 1);
   setenv("SLURM_JOB_ID", "1234", 1);
   CHECK_INT(redcoll_tcp_config_from_env(&cfg), REDCOLL_OK);
   CHECK(cfg.job_id == 0x1fabbdf10314a21dULL);
@@ -226,6 +241,13 @@ static void test_env(void) {
   setenv("REDCOLL_JOB_ID", "job-7", 1);
   CHECK_INT(redcoll_tcp_config_from_env(&cfg), REDCOLL_OK);
   CHECK(cfg.job_id == 0xf2c2ea802008f85cULL);
+  clear_env();
+  setenv("OMPI_COMM_WORLD_RANK", "1", 1);
+  setenv("OMPI_COMM_WORLD_SIZE", "2", 1);
+  setenv("SLURM_JOB_ID", "1234", 1);
+  setenv("OMPI_MCA_ess_base_jobid", "99", 1);
+  CHECK_INT(redcoll_tcp_config_from_env(&cfg), REDCOLL_OK);
+  CHECK(cfg.job_id == 0x8140b07b4d19df7ULL);
   clear_env();
 
   /* Bad configurations fail before anything is sent. */

@@ -92,8 +92,8 @@ typedef struct redcoll_tcp_config {
    * carries the job's id, and one with another id is refused, as is a
    * rendezvous registration with another configured id.  Without one, the
    * rendezvous (master) draws a random id for the job and hands it out with
-   * the address table, and with hosts the id is a digest of the address
-   * list; ranks of two jobs that share the same list, or that register at
+   * the address table, and with hosts the id is a digest of the host
+   * list's entries as written; ranks of two jobs that share the same list, or that register at
    * the same rendezvous with no id, cannot be told apart. */
   uint64_t job_id;
 } redcoll_tcp_config;
@@ -110,8 +110,8 @@ REDCOLL_API void redcoll_tcp_config_init(redcoll_tcp_config *cfg);
  *   timeout_ms: REDCOLL_TIMEOUT_MS; ifname: REDCOLL_IFNAME;
  *   secret:     REDCOLL_SECRET;
  *   job_id:     a 64-bit digest (FNV-1a) of REDCOLL_JOB_ID, else of the
- *               launcher's SLURM_JOB_ID and SLURM_STEP_ID, or of
- *               OMPI_MCA_ess_base_jobid; 0 if none is set.
+ *               job of the launcher that gave rank and size (SLURM_JOB_ID
+ *               and SLURM_STEP_ID, or OMPI_MCA_ess_base_jobid); 0 if none.
  * String members point into the environment: keep it unchanged until the
  * communicator is created.  Returns REDCOLL_EINVAL (with a message at log
  * level error) if a variable is malformed or rank/size cannot be found;

@@ -305,6 +305,7 @@ REDCOLL_API int redcoll_tcp_config_from_env(redcoll_tcp_config *cfg) {
                                          {"SLURM_PROCID", "SLURM_NTASKS"},
                                          {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
                                          {"PMI_RANK", "PMI_SIZE"}};
+  size_t from = 0; /* the pair rank and size came from */
   for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
     long r, s;
     int hr = env_int(pairs[i][0], 1 << 24, &r), hs = env_int(pairs[i][1], 1 << 24, &s);
@@ -316,6 +317,7 @@ REDCOLL_API int redcoll_tcp_config_from_env(redcoll_tcp_config *cfg) {
       }
       cfg->rank = (int)r;
       cfg->size = (int)s;
+      from = i;
       break;
     }
     if (hr || hs) {
@@ -334,17 +336,21 @@ REDCOLL_API int redcoll_tcp_config_from_env(redcoll_tcp_config *cfg) {
   if ((s = getenv("REDCOLL_LISTEN")) != NULL && *s != '\0') cfg->listen_host = s;
   if ((s = getenv("REDCOLL_IFNAME")) != NULL && *s != '\0') cfg->ifname = s;
   if ((s = getenv("REDCOLL_SECRET")) != NULL && *s != '\0') cfg->secret = s;
-  /* The job id: REDCOLL_JOB_ID, else what the launcher says the job (and
-   * the step) is; hashed, so any string names a job. */
-  static const char *const jobs[][2] = {{"REDCOLL_JOB_ID", NULL},
+  /* The job id: REDCOLL_JOB_ID, else the job (and step) of the launcher
+   * that gave the rank, so that every rank takes it from the same place
+   * (under mpirun in a Slurm allocation the ranks see different Slurm
+   * steps); hashed, so any string names a job. */
+  static const char *const jobs[][2] = {{NULL, NULL},
                                         {"SLURM_JOB_ID", "SLURM_STEP_ID"},
-                                        {"OMPI_MCA_ess_base_jobid", NULL}};
-  for (size_t i = 0; i < sizeof jobs / sizeof jobs[0]; i++) {
-    if ((s = getenv(jobs[i][0])) == NULL || *s == '\0') continue;
-    cfg->job_id = job_digest(redcoll__tcp_fnv1a(REDCOLL__TCP_FNV_INIT, s, strlen(s)),
-                                          jobs[i][1] != NULL ? getenv(jobs[i][1]) : NULL);
-    break;
+                                        {"OMPI_MCA_ess_base_jobid", NULL},
+                                        {NULL, NULL}};
+  const char *jv = getenv("REDCOLL_JOB_ID"), *more = NULL;
+  if ((jv == NULL || *jv == '\0') && jobs[from][0] != NULL) {
+    jv = getenv(jobs[from][0]);
+    if (jobs[from][1] != NULL) more = getenv(jobs[from][1]);
   }
+  if (jv != NULL && *jv != '\0')
+    cfg->job_id = job_digest(redcoll__tcp_fnv1a(REDCOLL__TCP_FNV_INIT, jv, strlen(jv)), more);
   long ms;
   int h = env_int("REDCOLL_TIMEOUT_MS", 0x7fffffffL, &ms);
   if (h < 0) return REDCOLL_EINVAL;
@@ -449,6 +455,23 @@ static int check_loopback(redcoll__tcp *t) {
 
 /* ---- REDCOLL_HOSTS ---------------------------------------------------------------- */
 
+/* The job id of a host list: a digest of its entries as written (not of
+ * the addresses they resolve to, which may differ from host to host), with
+ * any separators between them counting as one. */
+uint64_t redcoll__tcp_hosts_digest(const char *s) {
+  uint64_t h = redcoll__tcp_fnv1a(REDCOLL__TCP_FNV_INIT, "hosts", 5);
+  for (;;) {
+    while (*s == ',' || *s == ' ' || *s == '\t' || *s == '\n') s++;
+    if (*s == '\0') break;
+    const char *e = s;
+    while (*e != '\0' && *e != ',' && *e != ' ' && *e != '\t' && *e != '\n') e++;
+    h = redcoll__tcp_fnv1a(h, s, (size_t)(e - s));
+    h = redcoll__tcp_fnv1a(h, ",", 1);
+    s = e;
+  }
+  return job_digest(h, NULL);
+}
+
 static int boot_hosts(redcoll__tcp *t, const redcoll_tcp_config *cfg) {
   const char *s = cfg->hosts;
   int n = 0;
@@ -478,16 +501,7 @@ static int boot_hosts(redcoll__tcp *t, const redcoll_tcp_config *cfg) {
   if (rc != REDCOLL_OK) return rc;
   /* Without a configured job id, the job is its list of addresses: another
    * job has another list (the same one could not listen while this runs). */
-  t->job = cfg->job_id;
-  if (t->job == 0) {
-    unsigned char w[REDCOLL__TCP_ADDR_WIRE];
-    uint64_t h = redcoll__tcp_fnv1a(REDCOLL__TCP_FNV_INIT, "hosts", 5);
-    for (int q = 0; q < t->size; q++) {
-      redcoll__tcp_addr_encode(w, &t->peers[q].addr);
-      h = redcoll__tcp_fnv1a(h, w, sizeof w);
-    }
-    t->job = job_digest(h, NULL);
-  }
+  t->job = cfg->job_id != 0 ? cfg->job_id : redcoll__tcp_hosts_digest(cfg->hosts);
   if (t->size == 1) {
     t->self = t->peers[0].addr;
     return REDCOLL_OK;

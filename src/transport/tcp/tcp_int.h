@@ -57,6 +57,9 @@ uint64_t redcoll__tcp_get_le(const unsigned char *p, int n);
  * REDCOLL__TCP_FNV_INIT): the digest a job id is made from. */
 #define REDCOLL__TCP_FNV_INIT 0xcbf29ce484222325ull
 uint64_t redcoll__tcp_fnv1a(uint64_t h, const void *p, size_t n);
+/* The job id of a REDCOLL_HOSTS list without a configured one: a digest of
+ * its entries as written, whatever separates them (bootstrap.c). */
+uint64_t redcoll__tcp_hosts_digest(const char *hosts);
 
 typedef struct redcoll__tcp_frame {
   unsigned type;
