@@ -33,6 +33,11 @@
  * REDCOLL_EABORTED; a call that waits longer than the timeout returns
  * REDCOLL_ETIMEDOUT.  After an error the communicator is broken.
  *
+ * Waiting.  A blocking call first polls its sockets, giving the CPU away
+ * (sched_yield) between polls, for at most REDCOLL_SPIN_US microseconds
+ * (default 100, 0 turns it off), then sleeps in the kernel until a socket
+ * or its timer wakes it.
+ *
  * Signals.  Writing to a socket whose peer is gone raises SIGPIPE; if the
  * program left SIGPIPE at its default action, creating a communicator sets it
  * to SIG_IGN.

@@ -27,6 +27,25 @@ int redcoll__log_level(void) {
   return log_level;
 }
 
+/* UINT64_MAX: not read yet.  Read once; every thread computes the same. */
+static uint64_t spin_ns = UINT64_MAX;
+
+uint64_t redcoll__spin_ns(void) {
+  uint64_t v = __atomic_load_n(&spin_ns, __ATOMIC_RELAXED);
+  if (v != UINT64_MAX) return v;
+  v = (uint64_t)REDCOLL__SPIN_US_DEFAULT * 1000;
+  const char *s = getenv("REDCOLL_SPIN_US");
+  if (s != NULL && *s != '\0') {
+    char *end;
+    unsigned long long us = strtoull(s, &end, 10);
+    if (*end == '\0' && us <= 1000000) v = (uint64_t)us * 1000;
+    else redcoll__log(1, "REDCOLL_SPIN_US=%s is not a number of microseconds up to 1000000; "
+                         "using %d", s, REDCOLL__SPIN_US_DEFAULT);
+  }
+  __atomic_store_n(&spin_ns, v, __ATOMIC_RELAXED);
+  return v;
+}
+
 void redcoll__log(int level, const char *fmt, ...) {
   if (level > redcoll__log_level()) return;
   static const char *const names[] = {"error", "warn", "info", "debug"};

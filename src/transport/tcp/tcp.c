@@ -10,6 +10,7 @@
  * and reads the payload straight into the caller's buffer; with no receive
  * posted it stops reading that connection (the kernel's buffers and TCP flow
  * control hold the sender back). */
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -799,6 +800,7 @@ static int wait_for(redcoll__tcp *t, wait_set *w, const char *what, int peer) {
     }
   }
   uv_timer_start(&t->timer, on_timer, ms, 0);
+  uint64_t spin = redcoll__spin_ns(), spin_until = spin != 0 ? uv_hrtime() + spin : 0;
   while (!wait_done(w)) {
     if (t->fatal != REDCOLL_OK) {
       rc = t->fatal;
@@ -816,6 +818,15 @@ static int wait_for(redcoll__tcp *t, wait_set *w, const char *what, int peer) {
                   peer, peer_addr(t, peer, a, sizeof a), (unsigned long long)t->timeout_ms);
       rc = REDCOLL_ETIMEDOUT;
       break;
+    }
+    if (spin_until != 0) {
+      /* Poll, yielding the CPU between polls, before sleeping in epoll
+       * (redcoll__spin_ns). */
+      uv_run(&t->loop, UV_RUN_NOWAIT);
+      if (wait_done(w)) break;
+      if (uv_hrtime() >= spin_until) spin_until = 0;
+      else sched_yield();
+      continue;
     }
     if (uv_run(&t->loop, UV_RUN_ONCE) == 0 && !wait_done(w)) {
       /* Nothing left that could complete the operation. */

@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -207,6 +208,12 @@ static void try_match(th_world *w, int s, int r, int me) {
   pthread_cond_signal(&w->ranks[me == s ? r : s].cv);
 }
 
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 /* Waits, with the mutex held, until each of the caller's slots a and b (NULL
  * if not posted) is done, cancelling the ones nobody has claimed yet when
  * the world is aborted, the peer is gone, the deadline (NULL: none) has
@@ -215,6 +222,7 @@ static void try_match(th_world *w, int s, int r, int me) {
 static int wait_slots(th_world *w, int me, th_slot *a, th_slot *b, const struct timespec *deadline) {
   th_slot *const sl[2] = {a, b};
   int expired = 0;
+  uint64_t spin = redcoll__spin_ns(), spin_until = spin != 0 ? now_ns() + spin : 0;
   for (;;) {
     int cancel = REDCOLL_OK, pending = 0, failed = 0;
     for (int i = 0; i < 2; i++) {
@@ -244,6 +252,15 @@ static int wait_slots(th_world *w, int me, th_slot *a, th_slot *b, const struct 
     }
     if (!pending) break;
     if (failed) continue; /* the other half is cancelled on the next pass */
+    if (spin_until != 0) {
+      /* Let the peer in, yielding the CPU, before sleeping on the
+       * condition variable (redcoll__spin_ns). */
+      pthread_mutex_unlock(&w->mu);
+      sched_yield();
+      pthread_mutex_lock(&w->mu);
+      if (now_ns() >= spin_until) spin_until = 0;
+      continue;
+    }
     if (deadline != NULL && !expired) {
       if (pthread_cond_timedwait(&w->ranks[me].cv, &w->mu, deadline) == ETIMEDOUT) expired = 1;
     } else {
