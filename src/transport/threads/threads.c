@@ -60,6 +60,9 @@ typedef struct th_rank {
   pthread_cond_t cv; /* waited on by the rank's own thread only */
   th_slot send, recv;
   int gone;          /* the rank's impl has been destroyed */
+  unsigned news;     /* bumped (atomically, under the mutex) whenever
+                      * something the rank may wait for happens: read
+                      * without the mutex by its spinning thread */
 } th_rank;
 
 typedef struct th_world {
@@ -163,11 +166,17 @@ static void world_release(th_world *w) {
   if (last) world_free(w);
 }
 
+/* Tells rank i that something it may wait for happened.  Mutex held. */
+static void wake(th_world *w, int i) {
+  __atomic_add_fetch(&w->ranks[i].news, 1, __ATOMIC_RELEASE);
+  pthread_cond_signal(&w->ranks[i].cv);
+}
+
 static void world_abort(th_world *w, int status) {
   pthread_mutex_lock(&w->mu);
   if (w->aborted == 0) {
     w->aborted = status < 0 ? status : REDCOLL_EABORTED;
-    for (int i = 0; i < w->p; i++) pthread_cond_signal(&w->ranks[i].cv);
+    for (int i = 0; i < w->p; i++) wake(w, i);
   }
   pthread_mutex_unlock(&w->mu);
 }
@@ -205,7 +214,7 @@ static void try_match(th_world *w, int s, int r, int me) {
   }
   ss->state = rs->state = SLOT_DONE;
   ss->status = rs->status = status;
-  pthread_cond_signal(&w->ranks[me == s ? r : s].cv);
+  wake(w, me == s ? r : s);
 }
 
 static uint64_t now_ns(void) {
@@ -253,12 +262,19 @@ static int wait_slots(th_world *w, int me, th_slot *a, th_slot *b, const struct 
     if (!pending) break;
     if (failed) continue; /* the other half is cancelled on the next pass */
     if (spin_until != 0) {
-      /* Let the peer in, yielding the CPU, before sleeping on the
-       * condition variable (redcoll__spin_ns). */
+      /* Watch for news without the mutex, yielding the CPU, before
+       * sleeping on the condition variable (redcoll__spin_ns); then look
+       * again under the mutex. */
+      unsigned seen = __atomic_load_n(&w->ranks[me].news, __ATOMIC_ACQUIRE);
       pthread_mutex_unlock(&w->mu);
-      sched_yield();
+      while (__atomic_load_n(&w->ranks[me].news, __ATOMIC_ACQUIRE) == seen) {
+        if (now_ns() >= spin_until) {
+          spin_until = 0;
+          break;
+        }
+        sched_yield();
+      }
       pthread_mutex_lock(&w->mu);
-      if (now_ns() >= spin_until) spin_until = 0;
       continue;
     }
     if (deadline != NULL && !expired) {
@@ -382,7 +398,7 @@ static void th_destroy(void *impl) {
     const th_rank *r = &w->ranks[i];
     if ((r->send.state == SLOT_POSTED && r->send.peer == me) ||
         (r->recv.state == SLOT_POSTED && r->recv.peer == me))
-      pthread_cond_signal(&w->ranks[i].cv);
+      wake(w, i);
   }
   int last = --w->refs == 0;
   pthread_mutex_unlock(&w->mu);
