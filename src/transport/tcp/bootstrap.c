@@ -455,42 +455,47 @@ static int check_loopback(redcoll__tcp *t) {
 
 /* ---- REDCOLL_HOSTS ---------------------------------------------------------------- */
 
+/* The next entry of a host list (commas or white space between entries):
+ * its start, with its length in *n, and *s moved past it; NULL at the end. */
+static const char *next_entry(const char **s, size_t *n) {
+  const char *b = *s;
+  while (*b == ',' || *b == ' ' || *b == '\t' || *b == '\n') b++;
+  if (*b == '\0') return NULL;
+  const char *e = b;
+  while (*e != '\0' && *e != ',' && *e != ' ' && *e != '\t' && *e != '\n') e++;
+  *n = (size_t)(e - b);
+  *s = e;
+  return b;
+}
+
 /* The job id of a host list: a digest of its entries as written (not of
  * the addresses they resolve to, which may differ from host to host), with
  * any separators between them counting as one. */
 uint64_t redcoll__tcp_hosts_digest(const char *s) {
   uint64_t h = redcoll__tcp_fnv1a(REDCOLL__TCP_FNV_INIT, "hosts", 5);
-  for (;;) {
-    while (*s == ',' || *s == ' ' || *s == '\t' || *s == '\n') s++;
-    if (*s == '\0') break;
-    const char *e = s;
-    while (*e != '\0' && *e != ',' && *e != ' ' && *e != '\t' && *e != '\n') e++;
-    h = redcoll__tcp_fnv1a(h, s, (size_t)(e - s));
+  size_t n;
+  for (const char *e; (e = next_entry(&s, &n)) != NULL;) {
+    h = redcoll__tcp_fnv1a(h, e, n);
     h = redcoll__tcp_fnv1a(h, ",", 1);
-    s = e;
   }
   return job_digest(h, NULL);
 }
 
 static int boot_hosts(redcoll__tcp *t, const redcoll_tcp_config *cfg) {
-  const char *s = cfg->hosts;
+  const char *s = cfg->hosts, *e;
+  size_t len;
   int n = 0;
-  while (*s != '\0') {
-    while (*s == ',' || *s == ' ' || *s == '\t' || *s == '\n') s++;
-    if (*s == '\0') break;
-    const char *e = s;
-    while (*e != '\0' && *e != ',' && *e != ' ' && *e != '\t' && *e != '\n') e++;
+  while ((e = next_entry(&s, &len)) != NULL) {
     if (n >= t->size) {
       n++;
       break;
     }
-    if (redcoll__tcp_parse_addr(s, (size_t)(e - s), -1, &t->peers[n].addr, NULL) != REDCOLL_OK) {
+    if (redcoll__tcp_parse_addr(e, len, -1, &t->peers[n].addr, NULL) != REDCOLL_OK) {
       redcoll__log(0, "tcp rank %d: entry %d of REDCOLL_HOSTS ('%.*s') is not host:port",
-                   t->rank, n, (int)(e - s), s);
+                   t->rank, n, (int)len, e);
       return REDCOLL_EINVAL;
     }
     n++;
-    s = e;
   }
   if (n != t->size) {
     redcoll__log(0, "tcp rank %d: REDCOLL_HOSTS has %s%d entries for %d ranks", t->rank,
