@@ -348,6 +348,54 @@ out:
   return rc;
 }
 
+/* Rank 0 sends messages of several sizes (one longer than a connection's
+ * read buffer) and closes its communicator before rank 1 asks for most of
+ * them.  Rank 1 takes three, then waits for rank 2, which sends late: while
+ * it waits its loop reads the rest of rank 0's stream and the close.  It
+ * still gets every message whole and in order, and only the receive after
+ * the last fails, with ETRANSPORT (the connection closed normally). */
+static const size_t early_sizes[] = {0, 8, 20000, 8, 100, 1};
+
+static int rank_early_close(redcoll_comm *c, void *arg) {
+  (void)arg;
+  int me = redcoll_comm_rank(c);
+  size_t nmsg = sizeof early_sizes / sizeof early_sizes[0];
+  uint64_t late = 77;
+  if (me == 2) {
+    sleep_ms(400);
+    return t_send(c, 1, 500, &late, sizeof late);
+  }
+  unsigned char *b = malloc(20000 + 16);
+  if (b == NULL) return REDCOLL_ENOMEM;
+  int rc = REDCOLL_OK;
+  for (size_t k = 0; k < nmsg && rc == REDCOLL_OK; k++) {
+    size_t n = early_sizes[k];
+    if (me == 0) {
+      for (size_t i = 0; i < n; i++) b[i] = pat(0, i, k);
+      rc = t_send(c, 1, 300 + k, b, n);
+      CHECK_INT(rc, REDCOLL_OK);
+      continue;
+    }
+    if (k == 0) sleep_ms(200);
+    if (k == 3) {
+      uint64_t v = 0;
+      rc = t_recv(c, 2, 500, &v, sizeof v);
+      CHECK_INT(rc, REDCOLL_OK);
+      CHECK_INT(v, late);
+    }
+    memset(b, 0xee, n + 16);
+    if (rc == REDCOLL_OK) rc = t_recv(c, 0, 300 + k, b, n);
+    CHECK_INT(rc, REDCOLL_OK);
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) bad += b[i] != pat(0, i, k);
+    for (size_t i = n; i < n + 16; i++) bad += b[i] != 0xee;
+    CHECK_MSG(bad == 0, "message %zu (%zu bytes): %zu bytes wrong", k, n, bad);
+  }
+  if (me == 1 && rc == REDCOLL_OK) CHECK_INT(t_recv(c, 0, 399, b, 8), REDCOLL_ETRANSPORT);
+  free(b);
+  return rc;
+}
+
 /* A receive with the wrong tag or length fails with EMISMATCH and leaves the
  * buffer alone. */
 static int rank_mismatch(redcoll_comm *c, void *arg) {
@@ -711,6 +759,7 @@ int main(int argc, char **argv) {
     } else {
       printf("note: no IPv6 loopback here; the ::1 runs did not happen\n");
     }
+    CHECK_INT(tcp_run(3, rank_early_close, NULL), REDCOLL_OK);
     for (int wrong_len = 0; wrong_len < 2; wrong_len++)
       CHECK_INT(tcp_run(2, rank_mismatch, &wrong_len), REDCOLL_OK);
   }

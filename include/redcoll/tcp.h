@@ -17,10 +17,17 @@
  * Wire format.  Every message is preceded by a 24-byte little-endian header:
  * magic "RDCL" (u32 0x4c434452), version (u8), frame type (u8), reserved
  * (u16, zero), tag (u64), length (u64).  Every field is checked.  The
- * payload goes straight from the sender's buffer to the receiver's buffer.
- * A message that arrives before its receive is posted stays in the socket:
- * the transport reads its header and then stops reading from that peer until
- * the receive is posted (back-pressure, nothing buffered in user space).
+ * sender writes header and payload from its buffer with one system call
+ * when the socket takes them.  The receiver reads whatever the socket holds
+ * into a 16 KiB buffer per incoming connection (one read for the header and
+ * payload of a small message, or for several messages) and copies each
+ * payload out to its receive; the rest of a longer payload is read straight
+ * into the caller's buffer.  Messages that arrive before their receives are
+ * posted wait in that buffer; once it is full the transport stops reading
+ * from that peer until a receive takes some (back-pressure: at most 16 KiB
+ * per peer held in user space, the rest stays in the socket).  Messages a
+ * peer sent before it closed its communicator are all delivered before the
+ * close is reported.
  *
  * Strangers.  A connection that is not from a rank of this job (malformed
  * frames, another world size or job id, a failed authentication) is closed

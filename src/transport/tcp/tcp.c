@@ -5,11 +5,20 @@
  *
  * Every ordered pair of ranks uses its own connection, opened by the sender
  * on its first message: no tie-breaking between ranks that connect to each
- * other at once, and the order of messages is the order of one stream.  The
- * receiver reads the 24-byte header, checks it against the posted receive
- * and reads the payload straight into the caller's buffer; with no receive
- * posted it stops reading that connection (the kernel's buffers and TCP flow
- * control hold the sender back). */
+ * other at once, and the order of messages is the order of one stream.
+ *
+ * Sending tries the socket at once (uv_try_write): a message the kernel
+ * takes whole is done without a trip through the loop; the rest of a longer
+ * one is queued with uv_write.  The receiver reads whatever the socket holds
+ * into the connection's buffer (REDCOLL__TCP_RBUF bytes), one read for
+ * header and payload of a small message and for several messages that came
+ * together, checks each header against the posted receive and copies the
+ * payload out; the rest of a payload longer than that is read straight into
+ * the caller's buffer.  Frames nobody has asked for yet wait in the buffer;
+ * once it is full the connection stops reading (the kernel's buffers and
+ * TCP flow control hold the sender back).  Before a connection is
+ * identified it reads exactly the bytes of each set-up frame, so that
+ * nothing of the messages after it lands in the wrong place. */
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -133,6 +142,7 @@ static void on_conn_closed(uv_handle_t *h) {
   redcoll__tcp_conn *c = h->data;
   c->prev->next = c->next;
   c->next->prev = c->prev;
+  free(c->rb);
   free(c);
 }
 
@@ -256,15 +266,39 @@ static void conn_refuse(redcoll__tcp_conn *c) {
 
 /* ---- receiving ------------------------------------------------------------ */
 
+/* An identified incoming connection: it reads through its buffer. */
+static int buffered(const redcoll__tcp_conn *c) { return !c->out && c->ready && c->peer >= 0; }
+
+/* Completes the receive r of the frame on c. */
+static void recv_complete(redcoll__tcp *t, redcoll__tcp_conn *c, redcoll__tcp_recv *r) {
+  c->have_frame = 0;
+  r->done = 1;
+  r->status = REDCOLL_OK;
+  t->peers[c->peer].rx = NULL;
+}
+
+/* Moves what c's buffer holds of the matched frame's payload into r. */
+static void recv_from_buffer(redcoll__tcp *t, redcoll__tcp_conn *c, redcoll__tcp_recv *r) {
+  size_t avail = c->rhi - c->rlo, need = r->len - r->got;
+  size_t n = avail < need ? avail : need;
+  if (n > 0) {
+    memcpy((char *)r->buf + r->got, c->rb + c->rlo, n);
+    c->rlo += n;
+    r->got += n;
+  }
+  if (r->got == r->len) recv_complete(t, c, r);
+}
+
 /* A DATA header is waiting on peer q's connection, or a receive was just
- * posted: match them, or stop reading until they can be matched. */
+ * posted: match them.  Unmatched, a buffered connection reads on into its
+ * buffer; one that is not stops reading until they can be matched. */
 static void try_match(redcoll__tcp *t, int q) {
   redcoll__tcp_peer *p = &t->peers[q];
   redcoll__tcp_conn *c = p->in;
   if (c == NULL || !c->have_frame) return;
   redcoll__tcp_recv *r = p->rx;
   if (r == NULL) {
-    conn_read_stop(c);
+    if (!buffered(c)) conn_read_stop(c);
     return;
   }
   if (r->matched) return;
@@ -283,18 +317,37 @@ static void try_match(redcoll__tcp *t, int q) {
     return;
   }
   r->matched = 1;
-  if (r->len == 0) {
-    c->have_frame = 0;
-    r->done = 1;
-    r->status = REDCOLL_OK;
-    p->rx = NULL;
+  if (buffered(c)) {
+    recv_from_buffer(t, c, r);
+    return;
   }
+  if (r->len == 0) recv_complete(t, c, r);
   conn_read_start(c);
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b) {
   redcoll__tcp_conn *c = h->data;
   (void)suggested;
+  c->into_rb = 0;
+  if (buffered(c)) {
+    redcoll__tcp_recv *r = c->t->peers[c->peer].rx;
+    if (!(c->have_frame && r != NULL && r->matched)) {
+      /* Into the buffer (a matched payload goes straight to the caller). */
+      b->base = NULL;
+      b->len = 0;
+      if (c->rb == NULL && (c->rb = malloc(REDCOLL__TCP_RBUF)) == NULL) return;
+      if (c->rlo > 0) {
+        memmove(c->rb, c->rb + c->rlo, c->rhi - c->rlo);
+        c->rhi -= c->rlo;
+        c->rlo = 0;
+      }
+      if (c->rhi == REDCOLL__TCP_RBUF) return; /* full: stop reading */
+      b->base = (char *)c->rb + c->rhi;
+      b->len = REDCOLL__TCP_RBUF - c->rhi;
+      c->into_rb = 1;
+      return;
+    }
+  }
   if (c->aneed > 0) { /* an authentication payload: exactly its bytes */
     b->base = (char *)c->abuf + c->agot;
     b->len = c->aneed - c->agot;
@@ -562,20 +615,79 @@ static void frame_arrived(redcoll__tcp_conn *c, const redcoll__tcp_frame *f) {
   }
 }
 
+/* Nothing more can be delivered from c's buffer without reading more. */
+static int rx_stuck(redcoll__tcp_conn *c) {
+  size_t avail = c->rhi - c->rlo;
+  if (!c->have_frame) return avail < REDCOLL__TCP_HDR;
+  redcoll__tcp_recv *r = c->t->peers[c->peer].rx;
+  if (r != NULL && r->matched) return 1; /* its buffered bytes are taken */
+  return avail < c->fr.len;
+}
+
+/* Delivers what the buffered connection c holds: frames, and the payload
+ * of a matched receive.  Then reads on if there is room, or reports the
+ * end of the connection once nothing deliverable is left. */
+static void rx_pump(redcoll__tcp_conn *c) {
+  redcoll__tcp *t = c->t;
+  while (!c->closing && buffered(c) && t->fatal == REDCOLL_OK) {
+    if (c->have_frame) {
+      try_match(t, c->peer);
+      if (c->have_frame) break;
+      continue;
+    }
+    if (c->rhi - c->rlo < REDCOLL__TCP_HDR) break;
+    redcoll__tcp_frame f;
+    if (redcoll__tcp_decode(c->rb + c->rlo, &f) != REDCOLL_OK) {
+      conn_proto(c, "malformed frame header");
+      return;
+    }
+    c->rlo += REDCOLL__TCP_HDR;
+    frame_arrived(c, &f);
+    if (c->aneed > 0 && !c->closing) {
+      /* Only set-up frames have a payload that is not a message. */
+      conn_proto(c, "set-up frame on an identified connection");
+      return;
+    }
+  }
+  if (c->closing || !buffered(c)) return;
+  if (c->lost != 0) {
+    if (rx_stuck(c)) conn_lost(c, c->lost);
+    return;
+  }
+  if (!c->reading && t->fatal == REDCOLL_OK && (c->rlo > 0 || c->rhi < REDCOLL__TCP_RBUF))
+    conn_read_start(c);
+}
+
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b) {
   redcoll__tcp_conn *c = s->data;
   redcoll__tcp *t = c->t;
   (void)b;
+  int into_rb = c->into_rb;
+  c->into_rb = 0;
   if (n == 0 || c->closing) return;
   if (n == UV_ENOBUFS) {
     conn_read_stop(c);
+    if (buffered(c) && c->rb == NULL)
+      set_fatal(t, REDCOLL_ENOMEM, "no memory for the read buffer of rank %d", c->peer);
     return;
   }
   if (n < 0) {
+    if (buffered(c) && !rx_stuck(c)) {
+      /* The end, but frames before it wait in the buffer: deliver them
+       * first (rx_pump reports it). */
+      conn_read_stop(c);
+      c->lost = (int)n;
+      return;
+    }
     conn_lost(c, (int)n);
     return;
   }
   if (c->refused) return;
+  if (into_rb) {
+    c->rhi += (size_t)n;
+    rx_pump(c);
+    return;
+  }
   if (c->aneed > 0) {
     c->agot += (size_t)n;
     if (c->agot < c->aneed) return;
@@ -598,12 +710,7 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b) {
   }
   redcoll__tcp_recv *r = t->peers[c->peer].rx;
   r->got += (size_t)n;
-  if (r->got == r->len) {
-    c->have_frame = 0;
-    r->done = 1;
-    r->status = REDCOLL_OK;
-    t->peers[c->peer].rx = NULL;
-  }
+  if (r->got == r->len) recv_complete(t, c, r);
 }
 
 /* ---- connecting and sending ---------------------------------------------- */
@@ -634,8 +741,31 @@ static void send_queue(redcoll__tcp *t, redcoll__tcp_send *s) {
   b[0] = uv_buf_init((char *)s->hdr, REDCOLL__TCP_HDR);
   b[1].base = (char *)(uintptr_t)s->buf;
   b[1].len = s->len;
+  uv_buf_t *bp = b;
+  unsigned nb = s->len ? 2 : 1;
+  /* Straight into the socket if it takes it (libuv refuses, UV_EAGAIN,
+   * while earlier writes are queued, which keeps the order). */
+  int r = uv_try_write((uv_stream_t *)&c->h, b, nb);
+  if (r >= 0) {
+    size_t w = (size_t)r;
+    while (nb > 0 && w >= bp->len) {
+      w -= bp->len;
+      bp++;
+      nb--;
+    }
+    if (nb == 0) {
+      s->done = 1;
+      s->status = REDCOLL_OK;
+      t->peers[s->dst].tx = NULL;
+      return;
+    }
+    bp->base += w;
+    bp->len -= w;
+  }
+  /* The rest is queued; after UV_EAGAIN all of it, and after a failure
+   * uv_write meets the same failure and reports it (on_send_written). */
   s->req.data = s;
-  int r = uv_write(&s->req, (uv_stream_t *)&c->h, b, s->len ? 2 : 1, on_send_written);
+  r = uv_write(&s->req, (uv_stream_t *)&c->h, bp, nb, on_send_written);
   if (r != 0) {
     s->done = 1;
     s->status = REDCOLL_ETRANSPORT;
@@ -914,7 +1044,8 @@ static int post_recv(redcoll__tcp *t, redcoll__tcp_recv *r) {
   }
   p->rx = r;
   if (p->in != NULL) {
-    if (p->in->have_frame) try_match(t, r->src);
+    if (buffered(p->in)) rx_pump(p->in);
+    else if (p->in->have_frame) try_match(t, r->src);
     else conn_read_start(p->in);
   }
   return REDCOLL_OK;

@@ -15,6 +15,8 @@
 #define REDCOLL__TCP_MAGIC 0x4c434452u /* "RDCL" little-endian */
 #define REDCOLL__TCP_VERSION 2
 #define REDCOLL__TCP_HDR 24
+/* The read buffer of an incoming connection (tcp.c). */
+#define REDCOLL__TCP_RBUF 16384
 /* An address in the rendezvous: family (u16: 4 or 6), port (u16), 16 bytes
  * of address (IPv4 in the first 4). */
 #define REDCOLL__TCP_ADDR_WIRE 20
@@ -127,6 +129,16 @@ struct redcoll__tcp_conn {
   size_t hdr_got;
   int have_frame; /* a DATA header was read, its payload not yet */
   redcoll__tcp_frame fr;
+  /* An incoming connection, once identified, reads into rb as much as the
+   * socket has (up to REDCOLL__TCP_RBUF bytes) and takes frames out of it;
+   * only the rest of a matched payload longer than what rb held is read
+   * straight into the caller's buffer.  rb[rlo..rhi) is not taken yet.
+   * lost: the read error (or EOF) seen while rb still held deliverable
+   * frames, reported once they are taken. */
+  unsigned char *rb;
+  size_t rlo, rhi;
+  int into_rb; /* the pending read goes to rb */
+  int lost;
   unsigned char hello[2 * REDCOLL__TCP_HDR + REDCOLL__TCP_HELLO_LEN + REDCOLL__AUTH_NONCE];
   uv_write_t hello_req;
   redcoll__tcp_conn *next, *prev;
