@@ -1,5 +1,5 @@
 /*
- * redcoll-run -n P [--no-prefix] [--] PROGRAM ARGS...
+ * redcoll-run -n P [--no-prefix] [--bind] [--] PROGRAM ARGS...
  *
  * Starts P local processes of PROGRAM with the TCP transport's environment
  * (REDCOLL_RANK, REDCOLL_SIZE, REDCOLL_MASTER on a free 127.0.0.1 port),
@@ -9,12 +9,18 @@
  * failing rank's status: its exit code, or 128 + the signal number.
  * --no-prefix passes the lines through unchanged (for CSV that only rank 0
  * prints, as redcoll-bench does).
+ *
+ * --bind pins rank r to one CPU, the (r mod n)-th of the n CPUs
+ * redcoll-run may use (sched_getaffinity), as mpirun --bind-to core does.
+ * Without it the kernel places the ranks; two ranks that poll while they
+ * wait can then share one core for a long time while another idles.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +43,22 @@ typedef struct stream {
 static volatile sig_atomic_t interrupted;
 static int no_prefix;
 
+/* Pins the calling process to the (r mod n)-th of its n allowed CPUs. */
+static void bind_rank(int r) {
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
+  int n = CPU_COUNT(&allowed), k = r % (n > 0 ? n : 1);
+  for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+    if (!CPU_ISSET(cpu, &allowed) || k-- > 0) continue;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    if (sched_setaffinity(0, sizeof one, &one) != 0)
+      fprintf(stderr, "redcoll-run: rank %d: cannot bind to CPU %d: %s\n", r, cpu, strerror(errno));
+    return;
+  }
+}
+
 static void on_signal(int sig) { interrupted = sig; }
 
 static double now_s(void) {
@@ -46,7 +68,7 @@ static double now_s(void) {
 }
 
 static void usage(void) {
-  fprintf(stderr, "usage: redcoll-run -n P [--no-prefix] [--] PROGRAM [ARGS...]\n");
+  fprintf(stderr, "usage: redcoll-run -n P [--no-prefix] [--bind] [--] PROGRAM [ARGS...]\n");
   exit(2);
 }
 
@@ -119,7 +141,7 @@ static int free_port(int *fd_out) {
 }
 
 int main(int argc, char **argv) {
-  int p = 0, i = 1;
+  int p = 0, i = 1, bind = 0;
   for (; i < argc; i++) {
     if (strcmp(argv[i], "--") == 0) {
       i++;
@@ -127,6 +149,8 @@ int main(int argc, char **argv) {
     }
     if (strcmp(argv[i], "--no-prefix") == 0) {
       no_prefix = 1;
+    } else if (strcmp(argv[i], "--bind") == 0) {
+      bind = 1;
     } else if (strcmp(argv[i], "-n") == 0 || strcmp(argv[i], "--np") == 0) {
       if (i + 1 >= argc) usage();
       char *end;
@@ -198,6 +222,7 @@ int main(int argc, char **argv) {
       dup2(po[1], STDOUT_FILENO);
       dup2(pe[1], STDERR_FILENO);
       signal(SIGPIPE, SIG_DFL);
+      if (bind) bind_rank(r);
       execvp(prog[0], prog);
       fprintf(stderr, "redcoll-run: cannot run %s: %s\n", prog[0], strerror(errno));
       _exit(127);

@@ -4,7 +4,8 @@
     bench/peers/run.py [--build DIR] [--out DIR] [--ps 2-8] [--sizes 8:16M] [--factor 8]
                        [--colls allreduce,reduce] [--impls LIST] [--rounds 3]
                        [--iters 20] [--iters-large 6] [--large 1M] [--warmup 3]
-                       [--chunk N] [--quick] [--no-install] [--no-plots] [--from-raw CSV]
+                       [--chunk N] [--no-bind] [--quick] [--no-install] [--no-plots]
+                       [--from-raw CSV]
 
 Implementations (the impl column):
   redcoll-tcp      tools/redcoll-bench under tools/redcoll-run (processes, TCP on loopback)
@@ -13,6 +14,12 @@ Implementations (the impl column):
   ompi-vader       the same over shared memory, --mca btl vader,self
   gloo-ring        Gloo (Debian libgloo-dev) AllreduceRing over its TCP transport
   gloo-hd          Gloo AllreduceHalvingDoubling over its TCP transport
+Binding: every process-based implementation pins rank r to the (r mod n)-th
+CPU, n the CPUs the script may use: redcoll-run --bind, mpirun --bind-to
+core:overload-allowed --map-by core, and the Gloo ranks through
+sched_setaffinity.  (Unbound ranks that poll while they wait can share one
+core for many milliseconds while another idles.)  --no-bind leaves placement
+to the kernel.  The threads implementation is one process and is not bound.
 All of them time float32 SUM the same way: every iteration after a barrier, an
 iteration's time is the slowest rank's, median and p99 over the iterations,
 the first result checked.  Gloo has only allreduce here (the issue compares
@@ -167,6 +174,12 @@ def ensure_redcoll(build):
 # ---- one run --------------------------------------------------------------------
 
 
+def bind_cpu(r):
+    """Pins this process to the (r mod n)-th of its n allowed CPUs."""
+    cpus = sorted(os.sched_getaffinity(0))
+    os.sched_setaffinity(0, {cpus[r % len(cpus)]})
+
+
 class Runner:
     def __init__(self, args, bench, run, out):
         self.a = args
@@ -185,14 +198,19 @@ class Runner:
         if impl == "redcoll-threads":
             return [self.bench, "--transport", "threads", "--np", str(p), "--coll", coll] + sw, None
         if impl == "redcoll-tcp":
-            return [self.run, "-n", str(p), "--", self.bench, "--transport", "tcp",
-                    "--coll", coll] + sw, None
+            bind = [] if self.a.no_bind else ["--bind"]
+            return [self.run, "-n", str(p)] + bind + ["--", self.bench, "--transport", "tcp",
+                                                      "--coll", coll] + sw, None
         if impl.startswith("ompi-"):
             btl = "tcp,self" if impl == "ompi-tcp" else "vader,self"
             cmd = ["mpirun"]
             if os.geteuid() == 0:
                 cmd.append("--allow-run-as-root")
-            cmd += ["--oversubscribe", "-n", str(p), "--bind-to", "none",
+            if self.a.no_bind:
+                cmd += ["--bind-to", "none"]
+            else:
+                cmd += ["--bind-to", "core:overload-allowed", "--map-by", "core"]
+            cmd += ["--oversubscribe", "-n", str(p),
                     "--mca", "pml", "ob1", "--mca", "btl", btl,
                     # Open MPI busy-polls unless it knows it is oversubscribed;
                     # on a machine shared with other work (and for p equal to
@@ -242,7 +260,8 @@ class Runner:
         try:
             for r in range(p):
                 env = dict(os.environ, GLOO_RANK=str(r), GLOO_SIZE=str(p), GLOO_STORE=store)
-                procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE,
+                pin = None if self.a.no_bind else (lambda r=r: bind_cpu(r))
+                procs.append(subprocess.Popen(cmd, env=env, preexec_fn=pin, stdout=subprocess.PIPE,
                                               stderr=subprocess.PIPE, text=True))
             outs, ok, err = [], True, ""
             deadline = time.time() + self.a.timeout
@@ -462,6 +481,8 @@ def main():
     ap.add_argument("--chunk", type=int, default=0,
                     help="sizes per run (0: small sizes together, large ones alone)")
     ap.add_argument("--timeout", type=int, default=900, help="seconds per run")
+    ap.add_argument("--no-bind", action="store_true",
+                    help="do not pin ranks to CPUs (see Binding above)")
     ap.add_argument("--quick", action="store_true",
                     help="p in {2,3,5,8}, 2 rounds, 10/4 iterations")
     ap.add_argument("--no-install", action="store_true")
