@@ -41,7 +41,7 @@ static double sim_time(redcoll_coll coll, redcoll_algo algo, int p, size_t count
 
 static double model_time(redcoll_coll coll, redcoll_algo algo, int p, size_t count, size_t thr,
                          const redcoll__cost_model *cm) {
-  redcoll__cost_args a = {coll, p, count, 1, thr, 0};
+  redcoll__cost_args a = {coll, p, count, 1, thr, 0, 1};
   return redcoll__cost(algo, &a, cm);
 }
 
@@ -162,7 +162,7 @@ static void test_choice_respects_operator(void) {
   for (int coll = 0; coll < REDCOLL_COLL_COUNT; coll++) {
     for (int p = 2; p <= 300; p += 7) {
       for (size_t n = 1; n <= ((size_t)1 << 26); n *= 8) {
-        redcoll__cost_args a = {(redcoll_coll)coll, p, n, 1, 8192, 0};
+        redcoll__cost_args a = {(redcoll_coll)coll, p, n, 1, 8192, 0, 1};
         redcoll_algo x = redcoll__cost_select(&a, 0, &cm, NULL);
         CHECK(redcoll_algo_supported((redcoll_coll)coll, x));
         if (coll <= REDCOLL_COLL_REDUCE_SCATTER)
@@ -282,7 +282,128 @@ static void test_forcing_env(void) {
   unsetenv("REDCOLL_ALGO_ALLREDUCE");
 }
 
+/* ---- ranks per CPU -------------------------------------------------------- */
+
+/* The cost model with f ranks per CPU: alpha f per round for every
+ * algorithm, and linear allreduce and reduce charged one start-up per
+ * phase, their volume and reductions p-1 times. */
+static void test_ranks_per_cpu_costs(void) {
+  const redcoll__cost_model tcp = redcoll__cost_default("tcp");
+  const double B = tcp.beta, G = tcp.gamma;
+  for (int p = 2; p <= 16; p++) {
+    double f = p / 2.0, A = tcp.alpha * f, p1 = p - 1;
+    redcoll__cost_model scaled = tcp;
+    scaled.alpha = A;
+    for (size_t m = 8; m <= ((size_t)16 << 20); m *= 8) {
+      redcoll__cost_args a = {REDCOLL_COLL_ALLREDUCE, p, m / 4, 4, 8192, 0, f};
+      redcoll__cost_args plain = a;
+      plain.ranks_per_cpu = 1;
+      for (int coll = 0; coll < REDCOLL_COLL_COUNT; coll++) {
+        a.coll = plain.coll = (redcoll_coll)coll;
+        for (int algo = 1; algo < REDCOLL_ALGO_COUNT; algo++) {
+          double want = redcoll__cost((redcoll_algo)algo, &plain, &scaled);
+          if (p > 2 && algo == REDCOLL_ALGO_LINEAR && coll == REDCOLL_COLL_ALLREDUCE)
+            want = 2 * A + 2 * p1 * (double)m * B + p1 * (double)m * G;
+          if (p > 2 && algo == REDCOLL_ALGO_LINEAR && coll == REDCOLL_COLL_REDUCE)
+            want = A + p1 * (double)m * (B + G);
+          if (p <= 2) want = redcoll__cost((redcoll_algo)algo, &plain, &tcp); /* f = 1 */
+          CHECK_DBL(redcoll__cost((redcoll_algo)algo, &a, &tcp), want);
+        }
+      }
+      /* f <= 1, or 0 (unset): the plain model. */
+      a.ranks_per_cpu = 0.5;
+      plain.ranks_per_cpu = 0;
+      CHECK_DBL(redcoll__cost(REDCOLL_ALGO_LINEAR, &a, &tcp),
+                redcoll__cost(REDCOLL_ALGO_LINEAR, &plain, &tcp));
+    }
+  }
+  /* What it chooses on the TCP defaults with p ranks on 2 CPUs (measured,
+   * docs/tuning.md): linear allreduce from p = 5 up to 4 KiB, linear
+   * reduce from p = 3 up to 32 KiB; never linear for p >= 3 unshared. */
+  for (int p = 3; p <= 8; p++) {
+    for (size_t m = 8; m <= 32768; m *= 8) {
+      redcoll__cost_args a = {REDCOLL_COLL_ALLREDUCE, p, m / 4, 4, 8192, 0, p / 2.0};
+      redcoll_algo got = redcoll__cost_select(&a, 1, &tcp, NULL);
+      if (m <= 4096)
+        CHECK_MSG((got == REDCOLL_ALGO_LINEAR) == (p >= 5), "allreduce p=%d %zu B f=%g: %s", p, m,
+                  a.ranks_per_cpu, redcoll_algo_name(got));
+      a.coll = REDCOLL_COLL_REDUCE;
+      got = redcoll__cost_select(&a, 1, &tcp, NULL);
+      CHECK_MSG(got == REDCOLL_ALGO_LINEAR, "reduce p=%d %zu B f=%g: %s", p, m, a.ranks_per_cpu,
+                redcoll_algo_name(got));
+      a.ranks_per_cpu = 1;
+      got = redcoll__cost_select(&a, 1, &tcp, NULL);
+      CHECK_MSG(got != REDCOLL_ALGO_LINEAR, "reduce p=%d %zu B: linear", p, m);
+      a.coll = REDCOLL_COLL_ALLREDUCE;
+      got = redcoll__cost_select(&a, 1, &tcp, NULL);
+      CHECK_MSG(got != REDCOLL_ALGO_LINEAR, "allreduce p=%d %zu B: linear", p, m);
+    }
+  }
+}
+
+typedef struct {
+  double set; /* < 0: leave alone, else redcoll_comm_set_ranks_per_cpu(set) */
+  int rc[8];
+  double got[8];
+  redcoll_algo algo[8];
+} rpc_arg;
+
+static int rpc_main(redcoll_comm *c, void *argp) {
+  rpc_arg *o = argp;
+  int r = redcoll_comm_rank(c);
+  double v = 0;
+  CHECK_INT(redcoll_comm_set_ranks_per_cpu(c, -1), REDCOLL_EINVAL);
+  CHECK_INT(redcoll_comm_set_ranks_per_cpu(c, NAN), REDCOLL_EINVAL);
+  CHECK_INT(redcoll_comm_set_ranks_per_cpu(NULL, 2), REDCOLL_EINVAL);
+  CHECK_INT(redcoll_comm_get_ranks_per_cpu(NULL, &v), REDCOLL_EINVAL);
+  if (o->set >= 0) CHECK_INT(redcoll_comm_set_ranks_per_cpu(c, o->set), REDCOLL_OK);
+  o->rc[r] = redcoll_comm_get_ranks_per_cpu(c, &o->got[r]);
+  /* The simulator's default model is alpha only: the choice for 4 bytes. */
+  float x = (float)r, s = 0;
+  int rc = redcoll_allreduce(c, &x, &s, 1, REDCOLL_FLOAT32, REDCOLL_SUM);
+  CHECK_INT(rc, REDCOLL_OK);
+  CHECK_DBL(s, 15.0);
+  o->algo[r] = redcoll_comm_last_algorithm(c);
+  return rc;
+}
+
+/* The setting on a communicator: the transport's finding (the mock: 0,
+ * unshared), REDCOLL_RANKS_PER_CPU, the setter; AUTO follows it alike on
+ * every rank. */
+static void test_ranks_per_cpu_setting(void) {
+  struct {
+    const char *env;
+    double set;
+    int want_rc;
+    double want;
+  } cases[] = {
+      {NULL, -1, REDCOLL_OK, 0},  {"3", -1, REDCOLL_OK, 3},       {"0.5", -1, REDCOLL_OK, 0.5},
+      {"3", 1, REDCOLL_OK, 1},    {NULL, 4, REDCOLL_OK, 4},        {"lots", -1, REDCOLL_EINVAL, 0},
+      {"-2", -1, REDCOLL_EINVAL, 0}, {"2 ", -1, REDCOLL_OK, 2},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    rpc_arg o;
+    memset(&o, 0, sizeof o);
+    o.set = cases[i].set;
+    if (cases[i].env) setenv("REDCOLL_RANKS_PER_CPU", cases[i].env, 1);
+    else unsetenv("REDCOLL_RANKS_PER_CPU");
+    CHECK_INT(redcoll_mock_run(6, NULL, rpc_main, &o, NULL), REDCOLL_OK);
+    for (int r = 0; r < 6; r++) {
+      CHECK_MSG(o.rc[r] == cases[i].want_rc && o.got[r] == cases[i].want,
+                "case %zu rank %d: %d %g", i, r, o.rc[r], o.got[r]);
+      /* Alpha only, 6 ranks: linear (2 start-ups) once f > 1, else a
+       * log-round algorithm (never linear's 10). */
+      CHECK_MSG((o.algo[r] == REDCOLL_ALGO_LINEAR) == (cases[i].want > 1),
+                "case %zu rank %d ran %s", i, r, redcoll_algo_name(o.algo[r]));
+      CHECK_INT(o.algo[r], o.algo[0]);
+    }
+  }
+  unsetenv("REDCOLL_RANKS_PER_CPU");
+}
+
 int main(void) {
+  test_ranks_per_cpu_costs();
+  test_ranks_per_cpu_setting();
   test_formulas();
   test_same_choice();
   test_choice_respects_operator();

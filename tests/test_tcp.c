@@ -162,6 +162,16 @@ static void test_addresses(void) {
   CHECK(redcoll__tcp_addr_equal(&a, &d));
   w[10] = 1; /* garbage after an IPv4 address */
   CHECK_INT(redcoll__tcp_addr_decode(w, &d), REDCOLL_EPROTO);
+  /* One host: the same address whatever the port, or loopback both. */
+  CHECK_INT(redcoll__tcp_parse_addr("10.0.0.1:4", 10, -1, &d, NULL), REDCOLL_OK);
+  CHECK(redcoll__tcp_addr_same_host(&a, &d) && !redcoll__tcp_addr_equal(&a, &d));
+  CHECK_INT(redcoll__tcp_parse_addr("10.0.0.2:3", 10, -1, &d, NULL), REDCOLL_OK);
+  CHECK(!redcoll__tcp_addr_same_host(&a, &d));
+  CHECK_INT(redcoll__tcp_parse_addr("127.0.0.1:3", 11, -1, &a, NULL), REDCOLL_OK);
+  CHECK_INT(redcoll__tcp_parse_addr("127.0.0.2:3", 11, -1, &d, NULL), REDCOLL_OK);
+  CHECK(redcoll__tcp_addr_same_host(&a, &d) && !redcoll__tcp_addr_equal(&a, &d));
+  CHECK_INT(redcoll__tcp_parse_addr("[::1]:3", 7, -1, &d, NULL), REDCOLL_OK);
+  CHECK(redcoll__tcp_addr_same_host(&a, &d));
 
   /* Interfaces: lo is selected by name, excluded with ^lo. */
   char why[160];
@@ -474,6 +484,10 @@ static int64_t val(int rank, size_t i) { return (int64_t)rank * 1000003 + (int64
 static int rank_colls(redcoll_comm *c, void *arg) {
   (void)arg;
   int me = redcoll_comm_rank(c), p = redcoll_comm_size(c);
+  /* Every rank on 127.0.0.1: the transport counts p per online CPU. */
+  double f = 0;
+  CHECK_INT(redcoll_comm_get_ranks_per_cpu(c, &f), REDCOLL_OK);
+  CHECK_DBL(f, (double)p / (double)sysconf(_SC_NPROCESSORS_ONLN));
   size_t counts[] = {0, 1, (size_t)p + 1, 1000, 70001};
   size_t maxn = 70001 * (size_t)p;
   int64_t *in = malloc(maxn * sizeof *in), *out = malloc(maxn * sizeof *out);

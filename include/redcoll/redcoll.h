@@ -280,6 +280,20 @@ REDCOLL_API int redcoll_comm_load_tuning(redcoll_comm *c, const char *path);
 /* Names the transport ("mock", "threads", "tcp", or a name of your own, at
  * most 15 characters) for the default cost model and the tuning file. */
 REDCOLL_API int redcoll_comm_set_transport_name(redcoll_comm *c, const char *name);
+/* How many ranks share one CPU on the busiest host (f); every rank must
+ * use the same value.  f <= 1 (the default): no CPU is shared.  With f > 1
+ * a round waits for the f ranks of a CPU to take turns, so AUTO charges
+ * alpha f per round, and the p-1 messages of a linear allreduce or
+ * reduce's phases overlap: their start-up is charged once per phase (their
+ * volume and reductions stay serial at the root).  That makes AUTO choose
+ * linear for small vectors when f is large (docs/tuning.md).  Unless set
+ * here: REDCOLL_RANKS_PER_CPU from the environment, else what the
+ * transport found (TCP: p / online CPUs when every rank is on one host;
+ * otherwise 1).  REDCOLL_EINVAL for NULL, a negative or non-finite value,
+ * or (get) a malformed REDCOLL_RANKS_PER_CPU, which is logged and then
+ * counts as unset. */
+REDCOLL_API int redcoll_comm_set_ranks_per_cpu(redcoll_comm *c, double ranks_per_cpu);
+REDCOLL_API int redcoll_comm_get_ranks_per_cpu(redcoll_comm *c, double *ranks_per_cpu);
 /* The model's predicted time of algo for a collective of count elements of
  * elem_size bytes (count as in the collective's call) on p ranks with
  * threshold b, root 0; REDCOLL_ENOTSUP if (coll, algo) has no cost formula.

@@ -261,6 +261,16 @@ static double circulant(const mach *M, const redcoll__cost_args *a, int rsag) {
 
 static double linear(const mach *M, const redcoll__cost_args *a) {
   double p1 = a->p - 1, m = (double)a->count * (double)a->esize;
+  if (a->ranks_per_cpu > 1) {
+    /* More ranks than CPUs: a rank waits for a CPU more than for its
+     * messages, the root drains the messages that came in while it waited,
+     * and the p-1 start-ups of each phase overlap.  Volume and reductions
+     * stay serial at the root.  Measured for allreduce and reduce only
+     * (docs/tuning.md), so only they are charged this way. */
+    if (a->coll == REDCOLL_COLL_ALLREDUCE)
+      return 2 * M->a + 2 * p1 * m * M->b + p1 * m * M->g;
+    if (a->coll == REDCOLL_COLL_REDUCE) return M->a + p1 * m * (M->b + M->g);
+  }
   switch (a->coll) {
   case REDCOLL_COLL_ALLREDUCE:
     return p1 * rnd(M, m, m) + p1 * rnd(M, m, 0);
@@ -301,7 +311,9 @@ static double binary_tree(const mach *M, const redcoll__cost_args *a) {
 }
 
 double redcoll__cost(redcoll_algo algo, const redcoll__cost_args *a, const redcoll__cost_model *cm) {
-  const mach M = {cm->alpha, cm->beta, cm->gamma};
+  /* f ranks per CPU: every round waits for them to take turns. */
+  double f = a->ranks_per_cpu > 1 ? a->ranks_per_cpu : 1;
+  const mach M = {cm->alpha * f, cm->beta, cm->gamma};
   int p = a->p, q = redcoll__ceil_log2(p);
   size_t n = a->count, es = a->esize;
   double m = (double)n * (double)es;

@@ -24,6 +24,8 @@ typedef struct redcoll__cost_args {
   size_t esize;     /* bytes per element */
   size_t threshold; /* butterfly threshold b in bytes */
   int root;
+  double ranks_per_cpu; /* f > 1: alpha f per round, and the start-ups of
+                         * a linear allreduce or reduce overlap (cost.c) */
 } redcoll__cost_args;
 
 /* The predicted time of algo for the call under model cm, on the critical

@@ -83,7 +83,16 @@ struct redcoll_comm {
   int cost_state;
   double cost_alpha, cost_beta, cost_gamma;
   char transport_name[16];
+  /* Ranks per CPU (redcoll_comm_set_ranks_per_cpu): the value AUTO uses,
+   * resolved like the cost model (state 0, 1, 2), and what the transport
+   * found. */
+  int rpc_state;
+  double ranks_per_cpu, rpc_detected;
 };
+
+/* The transport's count of ranks per CPU (select.c); every rank must
+ * report the same. */
+void redcoll__comm_set_ranks_per_cpu_detected(redcoll_comm *c, double ranks_per_cpu);
 
 /* Everything an algorithm needs to know about one collective call, checked
  * and resolved: sendbuf is never REDCOLL_IN_PLACE (in place, it equals

@@ -6,9 +6,10 @@
  * AUTO predicts the time of every registered algorithm of the collective
  * that accepts the operator (cost.c) and runs the cheapest.  The prediction
  * depends only on p, the count, the element size, the root, the operator's
- * commutativity, the threshold and the cost model: values every rank shares
- * (the cost model and the threshold must be set alike on every rank), so
- * every rank picks the same algorithm.  docs/tuning.md.
+ * commutativity, the threshold, the cost model and the ranks per CPU:
+ * values every rank shares (the cost model, the threshold and the ranks
+ * per CPU must be set alike on every rank), so every rank picks the same
+ * algorithm.  docs/tuning.md.
  */
 #include <errno.h>
 #include <math.h>
@@ -171,6 +172,48 @@ REDCOLL_API int redcoll_comm_load_tuning(redcoll_comm *c, const char *path) {
   return redcoll_comm_set_cost_model(c, cm.alpha, cm.beta, cm.gamma);
 }
 
+/* ---- ranks per CPU ---------------------------------------------------- */
+
+static int rpc_resolve(redcoll_comm *c) {
+  if (c->rpc_state != 0) return REDCOLL_OK;
+  const char *env = getenv("REDCOLL_RANKS_PER_CPU");
+  int rc = REDCOLL_OK;
+  c->ranks_per_cpu = c->rpc_detected;
+  if (env != NULL && *env != '\0') {
+    char *end;
+    errno = 0;
+    double v = strtod(env, &end);
+    while (*end == ' ' || *end == '\t') end++;
+    if (end == env || *end != '\0' || errno != 0 || !valid(v)) {
+      redcoll__log(0, "REDCOLL_RANKS_PER_CPU=%s: expected a number >= 0", env);
+      rc = REDCOLL_EINVAL;
+    } else {
+      c->ranks_per_cpu = v;
+    }
+  }
+  c->rpc_state = 1;
+  return rc;
+}
+
+void redcoll__comm_set_ranks_per_cpu_detected(redcoll_comm *c, double ranks_per_cpu) {
+  c->rpc_detected = valid(ranks_per_cpu) ? ranks_per_cpu : 0;
+  if (c->rpc_state == 1) c->rpc_state = 0; /* resolve again */
+}
+
+REDCOLL_API int redcoll_comm_set_ranks_per_cpu(redcoll_comm *c, double ranks_per_cpu) {
+  if (c == NULL || !valid(ranks_per_cpu)) return REDCOLL_EINVAL;
+  c->ranks_per_cpu = ranks_per_cpu;
+  c->rpc_state = 2;
+  return REDCOLL_OK;
+}
+
+REDCOLL_API int redcoll_comm_get_ranks_per_cpu(redcoll_comm *c, double *ranks_per_cpu) {
+  if (c == NULL) return REDCOLL_EINVAL;
+  int rc = rpc_resolve(c);
+  if (ranks_per_cpu != NULL) *ranks_per_cpu = c->ranks_per_cpu;
+  return rc;
+}
+
 REDCOLL_API int redcoll_comm_set_transport_name(redcoll_comm *c, const char *name) {
   if (c == NULL || name == NULL || strlen(name) >= sizeof c->transport_name) return REDCOLL_EINVAL;
   strcpy(c->transport_name, name);
@@ -183,8 +226,10 @@ REDCOLL_API int redcoll_comm_set_transport_name(redcoll_comm *c, const char *nam
 redcoll_algo redcoll__select(const redcoll__call *call) {
   redcoll_comm *c = call->comm;
   redcoll__cost_resolve(c); /* a malformed setting is logged; defaults then */
+  rpc_resolve(c);
   redcoll__cost_model cm = {c->cost_alpha, c->cost_beta, c->cost_gamma};
-  redcoll__cost_args a = {call->coll, c->size, call->count, call->esize, c->threshold, call->root};
+  redcoll__cost_args a = {call->coll,   c->size,    call->count,      call->esize,
+                          c->threshold, call->root, c->ranks_per_cpu};
   if (call->counts != NULL) {
     /* Irregular blocks: the largest one is on the critical path. */
     size_t mx = 0;
@@ -203,7 +248,7 @@ REDCOLL_API int redcoll_cost_predict(redcoll_coll coll, redcoll_algo algo, int p
       elem_size == 0 || threshold == 0 || time == NULL || !valid(alpha) || !valid(beta) ||
       !valid(gamma))
     return REDCOLL_EINVAL;
-  redcoll__cost_args a = {coll, p, count, elem_size, threshold, 0};
+  redcoll__cost_args a = {coll, p, count, elem_size, threshold, 0, 1};
   redcoll__cost_model cm = {alpha, beta, gamma};
   double t = redcoll__cost(algo, &a, &cm);
   if (t < 0) return REDCOLL_ENOTSUP;
@@ -216,7 +261,7 @@ REDCOLL_API redcoll_algo redcoll_cost_choose(redcoll_coll coll, int p, size_t co
                                              double alpha, double beta, double gamma) {
   if ((unsigned)coll >= REDCOLL_COLL_COUNT || p < 1 || elem_size == 0 || threshold == 0)
     return REDCOLL_ALGO_AUTO;
-  redcoll__cost_args a = {coll, p, count, elem_size, threshold, 0};
+  redcoll__cost_args a = {coll, p, count, elem_size, threshold, 0, 1};
   redcoll__cost_model cm = {alpha, beta, gamma};
   return redcoll__cost_select(&a, commutative, &cm, NULL);
 }

@@ -162,9 +162,9 @@ int redcoll__tcp_addr_wildcard(const redcoll__tcp_addr *a) {
   return 0;
 }
 
-int redcoll__tcp_addr_equal(const redcoll__tcp_addr *a, const redcoll__tcp_addr *b) {
+/* Family and address alike (the port aside). */
+static int addr_equal_ip(const redcoll__tcp_addr *a, const redcoll__tcp_addr *b) {
   if (a->ss_family != b->ss_family) return 0;
-  if (redcoll__tcp_addr_port(a) != redcoll__tcp_addr_port(b)) return 0;
   if (a->ss_family == AF_INET)
     return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
            ((const struct sockaddr_in *)b)->sin_addr.s_addr;
@@ -172,6 +172,15 @@ int redcoll__tcp_addr_equal(const redcoll__tcp_addr *a, const redcoll__tcp_addr 
     return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
                   &((const struct sockaddr_in6 *)b)->sin6_addr, 16) == 0;
   return 0;
+}
+
+int redcoll__tcp_addr_same_host(const redcoll__tcp_addr *a, const redcoll__tcp_addr *b) {
+  if (redcoll__tcp_addr_loopback(a) && redcoll__tcp_addr_loopback(b)) return 1;
+  return addr_equal_ip(a, b);
+}
+
+int redcoll__tcp_addr_equal(const redcoll__tcp_addr *a, const redcoll__tcp_addr *b) {
+  return redcoll__tcp_addr_port(a) == redcoll__tcp_addr_port(b) && addr_equal_ip(a, b);
 }
 
 void redcoll__tcp_addr_encode(unsigned char *out, const redcoll__tcp_addr *a) {

@@ -24,6 +24,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "tcp_int.h"
 
@@ -1193,6 +1194,16 @@ static const redcoll_transport_ops tcp_ops = {
 
 /* ---- construction --------------------------------------------------------- */
 
+double redcoll__tcp_ranks_per_cpu(const redcoll__tcp *t) {
+  /* Only what every rank knows alike: the address table, and the CPU count
+   * of the one host they all share.  Several hosts: 1 (their CPU counts
+   * are not known here; REDCOLL_RANKS_PER_CPU says otherwise). */
+  for (int q = 1; q < t->size; q++)
+    if (!redcoll__tcp_addr_same_host(&t->peers[q].addr, &t->peers[0].addr)) return 1;
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  return cpus > 0 ? (double)t->size / (double)cpus : 1;
+}
+
 static void ignore_sigpipe(void) {
   struct sigaction sa;
   if (sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler == SIG_DFL) {
@@ -1234,8 +1245,11 @@ REDCOLL_API int redcoll_tcp_comm_create(const redcoll_tcp_config *cfg, redcoll_c
   rc = redcoll__tcp_bootstrap(t, cfg);
   if (rc != REDCOLL_OK) goto fail;
   rc = redcoll_comm_create(&tcp_ops, t, cfg->rank, cfg->size, out);
-  /* AUTO then uses the tcp line of the tuning file or the TCP defaults. */
-  if (rc == REDCOLL_OK) redcoll_comm_set_transport_name(*out, "tcp");
+  if (rc == REDCOLL_OK) {
+    /* AUTO then uses the tcp line of the tuning file or the TCP defaults. */
+    redcoll_comm_set_transport_name(*out, "tcp");
+    redcoll__comm_set_ranks_per_cpu_detected(*out, redcoll__tcp_ranks_per_cpu(t));
+  }
   return rc;
 
 fail:

@@ -93,6 +93,8 @@ void redcoll__tcp_addr_set_port(redcoll__tcp_addr *a, int port);
 int redcoll__tcp_addr_loopback(const redcoll__tcp_addr *a);
 int redcoll__tcp_addr_wildcard(const redcoll__tcp_addr *a);
 int redcoll__tcp_addr_equal(const redcoll__tcp_addr *a, const redcoll__tcp_addr *b);
+/* The same address apart from the port, or both loopback. */
+int redcoll__tcp_addr_same_host(const redcoll__tcp_addr *a, const redcoll__tcp_addr *b);
 void redcoll__tcp_addr_encode(unsigned char *out, const redcoll__tcp_addr *a);
 int redcoll__tcp_addr_decode(const unsigned char *in, redcoll__tcp_addr *a);
 /* The first address of family `family` of an interface that REDCOLL_IFNAME-
@@ -207,6 +209,10 @@ struct redcoll__tcp {
 /* Sets t->auth and t->key from the secret (NULL or "": no authentication).
  * REDCOLL_ENOTSUP (logged) if this build has no crypto library. */
 int redcoll__tcp_auth_init(redcoll__tcp *t, const char *secret);
+
+/* Ranks per online CPU if every rank of the table is on one host, else 1
+ * (tcp.c); the same on every rank. */
+double redcoll__tcp_ranks_per_cpu(const redcoll__tcp *t);
 
 /* The listener's connection callback (tcp.c). */
 void redcoll__tcp_on_accept(uv_stream_t *server, int status);
