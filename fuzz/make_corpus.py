@@ -5,7 +5,7 @@ the format: python3 fuzz/make_corpus.py.  Only the standard library."""
 import os
 import struct
 
-VERSION = 2
+VERSION = 3
 DATA, HELLO, BYE, ABORT, REG, TABLE, AUTH = range(1, 8)
 HERE = os.path.dirname(os.path.abspath(__file__))
 JOB = 0x0123456789abcdef
@@ -35,7 +35,7 @@ SEEDS = {
         'bye_abort': hdr(BYE, 0, 0) + hdr(ABORT, (1 << 64) - 4, 0),
         'data': hdr(DATA, 0x1234, 8),
         'hello': hello(1, 4),
-        'reg_table': hdr(REG, 2 | 4 << 32, 20 + 8) + bytes(28) + hdr(TABLE, 4, 8 + 4 * 20),
+        'reg_table': hdr(REG, 2 | 4 << 32, 20 + 8) + bytes(28) + hdr(TABLE, 4, 12 + 4 * 20),
     },
     'handshake': {
         'bad_step': prefix(5, 1) + hello(0, 5) + auth(3, bytes(32)),

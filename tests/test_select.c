@@ -357,13 +357,18 @@ static int rpc_main(redcoll_comm *c, void *argp) {
   CHECK_INT(redcoll_comm_set_ranks_per_cpu(NULL, 2), REDCOLL_EINVAL);
   CHECK_INT(redcoll_comm_get_ranks_per_cpu(NULL, &v), REDCOLL_EINVAL);
   if (o->set >= 0) CHECK_INT(redcoll_comm_set_ranks_per_cpu(c, o->set), REDCOLL_OK);
-  o->rc[r] = redcoll_comm_get_ranks_per_cpu(c, &o->got[r]);
   /* The simulator's default model is alpha only: the choice for 4 bytes. */
   float x = (float)r, s = 0;
   int rc = redcoll_allreduce(c, &x, &s, 1, REDCOLL_FLOAT32, REDCOLL_SUM);
   CHECK_INT(rc, REDCOLL_OK);
   CHECK_DBL(s, 15.0);
   o->algo[r] = redcoll_comm_last_algorithm(c);
+  /* Asked after AUTO resolved the setting, and once more: the same answer
+   * (a malformed variable stays an error). */
+  o->rc[r] = redcoll_comm_get_ranks_per_cpu(c, &o->got[r]);
+  double again = -1;
+  CHECK_INT(redcoll_comm_get_ranks_per_cpu(c, &again), o->rc[r]);
+  CHECK_DBL(again, o->got[r]);
   return rc;
 }
 

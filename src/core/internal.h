@@ -86,7 +86,7 @@ struct redcoll_comm {
   /* Ranks per CPU (redcoll_comm_set_ranks_per_cpu): the value AUTO uses,
    * resolved like the cost model (state 0, 1, 2), and what the transport
    * found. */
-  int rpc_state;
+  int rpc_state, rpc_status; /* status: of resolving the variable */
   double ranks_per_cpu, rpc_detected;
 };
 

@@ -175,7 +175,7 @@ REDCOLL_API int redcoll_comm_load_tuning(redcoll_comm *c, const char *path) {
 /* ---- ranks per CPU ---------------------------------------------------- */
 
 static int rpc_resolve(redcoll_comm *c) {
-  if (c->rpc_state != 0) return REDCOLL_OK;
+  if (c->rpc_state != 0) return c->rpc_state == 1 ? c->rpc_status : REDCOLL_OK;
   const char *env = getenv("REDCOLL_RANKS_PER_CPU");
   int rc = REDCOLL_OK;
   c->ranks_per_cpu = c->rpc_detected;
@@ -192,6 +192,7 @@ static int rpc_resolve(redcoll_comm *c) {
     }
   }
   c->rpc_state = 1;
+  c->rpc_status = rc;
   return rc;
 }
 

@@ -633,12 +633,23 @@ static uint64_t random_job(void) {
 
 /* Rank 0: collect every rank's address, then send everyone the table and
  * the job id (cfg_job, the configured one, or a random one). */
+/* The CPU count rank 0 puts into the table: its online CPUs if every
+ * registered address is on its host (the same address, or loopback), else
+ * 0.  Every rank then divides p by this one number (ranks per CPU for
+ * AUTO), whatever its own machine says. */
+static uint32_t table_cpus(const redcoll__tcp *t) {
+  for (int q = 1; q < t->size; q++)
+    if (!redcoll__tcp_addr_same_host(&t->peers[q].addr, &t->peers[0].addr)) return 0;
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 && n < 1 << 30 ? (uint32_t)n : 0;
+}
+
 static int master_serve(redcoll__tcp *t, const redcoll__tcp_addr *maddr, uint64_t cfg_job,
                         int64_t deadline) {
   char ma[64];
   redcoll__tcp_addr_str(maddr, ma, sizeof ma);
   int rc = REDCOLL_OK, lfd = -1, got = 1;
-  size_t tlen = 8 + (size_t)t->size * REDCOLL__TCP_ADDR_WIRE;
+  size_t tlen = REDCOLL__TCP_TABLE_HEAD + (size_t)t->size * REDCOLL__TCP_ADDR_WIRE;
   int *fds = malloc((size_t)t->size * sizeof *fds);
   unsigned char *table = malloc(REDCOLL__TCP_HDR + tlen);
   if (fds == NULL || table == NULL) {
@@ -706,10 +717,13 @@ static int master_serve(redcoll__tcp *t, const redcoll__tcp_addr *maddr, uint64_
   }
   /* Without a configured job id the job gets a random one here. */
   t->job = cfg_job != 0 ? cfg_job : random_job();
+  t->table_cpus = table_cpus(t);
   redcoll__tcp_encode(table, REDCOLL__FR_TABLE, (uint64_t)t->size, tlen);
   redcoll__tcp_put_le(table + REDCOLL__TCP_HDR, t->job, 8);
+  redcoll__tcp_put_le(table + REDCOLL__TCP_HDR + 8, t->table_cpus, 4);
   for (int q = 0; q < t->size; q++)
-    redcoll__tcp_addr_encode(table + REDCOLL__TCP_HDR + 8 + (size_t)q * REDCOLL__TCP_ADDR_WIRE,
+    redcoll__tcp_addr_encode(table + REDCOLL__TCP_HDR + REDCOLL__TCP_TABLE_HEAD +
+                                 (size_t)q * REDCOLL__TCP_ADDR_WIRE,
                              &t->peers[q].addr);
   for (int q = 1; q < t->size; q++) {
     if (io_all(fds[q], table, REDCOLL__TCP_HDR + tlen, 1, deadline) != 0) {
@@ -733,7 +747,7 @@ out:
 static int master_join(redcoll__tcp *t, int fd, const char *ma, uint64_t cfg_job,
                        int64_t deadline) {
   int rc = REDCOLL_OK;
-  size_t tlen = 8 + (size_t)t->size * REDCOLL__TCP_ADDR_WIRE;
+  size_t tlen = REDCOLL__TCP_TABLE_HEAD + (size_t)t->size * REDCOLL__TCP_ADDR_WIRE;
   unsigned char *table = malloc(tlen);
   if (table == NULL) return REDCOLL_ENOMEM;
   unsigned char reg[REDCOLL__TCP_HDR + REDCOLL__TCP_ADDR_WIRE + 8];
@@ -766,8 +780,9 @@ static int master_join(redcoll__tcp *t, int fd, const char *ma, uint64_t cfg_job
     rc = REDCOLL_EPROTO;
     goto out;
   }
+  t->table_cpus = (uint32_t)redcoll__tcp_get_le(table + 8, 4);
   for (int q = 0; q < t->size; q++) {
-    if (redcoll__tcp_addr_decode(table + 8 + (size_t)q * REDCOLL__TCP_ADDR_WIRE,
+    if (redcoll__tcp_addr_decode(table + REDCOLL__TCP_TABLE_HEAD + (size_t)q * REDCOLL__TCP_ADDR_WIRE,
                                  &t->peers[q].addr) !=
         REDCOLL_OK) {
       redcoll__log(0, "tcp rank %d: rendezvous with %s: bad address of rank %d", t->rank, ma, q);

@@ -24,7 +24,6 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 #include "tcp_int.h"
 
@@ -1195,13 +1194,10 @@ static const redcoll_transport_ops tcp_ops = {
 /* ---- construction --------------------------------------------------------- */
 
 double redcoll__tcp_ranks_per_cpu(const redcoll__tcp *t) {
-  /* Only what every rank knows alike: the address table, and the CPU count
-   * of the one host they all share.  Several hosts: 1 (their CPU counts
-   * are not known here; REDCOLL_RANKS_PER_CPU says otherwise). */
-  for (int q = 1; q < t->size; q++)
-    if (!redcoll__tcp_addr_same_host(&t->peers[q].addr, &t->peers[0].addr)) return 1;
-  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  return cpus > 0 ? (double)t->size / (double)cpus : 1;
+  /* Only what rank 0 sent everyone with the table.  With a host list, or
+   * ranks on several hosts: 1 (a rank does not know the others' CPUs;
+   * REDCOLL_RANKS_PER_CPU says otherwise). */
+  return t->table_cpus > 0 ? (double)t->size / (double)t->table_cpus : 1;
 }
 
 static void ignore_sigpipe(void) {

@@ -13,7 +13,7 @@
 /* ---- wire format --------------------------------------------------------- */
 
 #define REDCOLL__TCP_MAGIC 0x4c434452u /* "RDCL" little-endian */
-#define REDCOLL__TCP_VERSION 2
+#define REDCOLL__TCP_VERSION 3
 #define REDCOLL__TCP_HDR 24
 /* The read buffer of an incoming connection (tcp.c). */
 #define REDCOLL__TCP_RBUF 16384
@@ -29,12 +29,16 @@ enum {
   REDCOLL__FR_ABORT = 4, /* the sender gave up; tag: its status, len 0 */
   REDCOLL__FR_REG = 5,   /* rendezvous: tag: rank | size << 32; len: ADDR_WIRE + 8:
                           * the address, the configured job id (0: none) */
-  REDCOLL__FR_TABLE = 6, /* rendezvous: tag: size; len: 8 + size * ADDR_WIRE:
-                          * the job's id, then every rank's address */
+  REDCOLL__FR_TABLE = 6, /* rendezvous: tag: size; len: TABLE_HEAD + size *
+                          * ADDR_WIRE: the job's id (u64), the host's CPUs
+                          * (u32: rank 0's online CPUs when every address is
+                          * on one host, else 0), every rank's address */
   REDCOLL__FR_AUTH = 7,  /* authentication (a shared secret): tag: the step,
                           * len: its payload (REDCOLL__AUTH_*) */
 };
 
+/* The part of a TABLE's payload before the addresses. */
+#define REDCOLL__TCP_TABLE_HEAD 12
 /* The payload of a HELLO: the job id, u64 little-endian. */
 #define REDCOLL__TCP_HELLO_LEN 8
 
@@ -202,6 +206,7 @@ struct redcoll__tcp {
   int in_call;             /* re-entry guard */
   int aborting;
   uint64_t job;            /* the job id every HELLO must carry */
+  uint32_t table_cpus;     /* the rendezvous table's CPU count (0: none) */
   int auth;                /* a secret is set: connections authenticate */
   unsigned char key[32];   /* SHA-256 of the secret */
 };
@@ -210,8 +215,8 @@ struct redcoll__tcp {
  * REDCOLL_ENOTSUP (logged) if this build has no crypto library. */
 int redcoll__tcp_auth_init(redcoll__tcp *t, const char *secret);
 
-/* Ranks per online CPU if every rank of the table is on one host, else 1
- * (tcp.c); the same on every rank. */
+/* p / the CPU count of the rendezvous table, or 1 without one (tcp.c);
+ * the same on every rank, since rank 0 decided it for all. */
 double redcoll__tcp_ranks_per_cpu(const redcoll__tcp *t);
 
 /* The listener's connection callback (tcp.c). */
