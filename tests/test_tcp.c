@@ -361,9 +361,12 @@ out:
 /* Rank 0 sends messages of several sizes (one longer than a connection's
  * read buffer) and closes its communicator before rank 1 asks for most of
  * them.  Rank 1 takes three, then waits for rank 2, which sends late: while
- * it waits its loop reads the rest of rank 0's stream and the close.  It
- * still gets every message whole and in order, and only the receive after
- * the last fails, with ETRANSPORT (the connection closed normally). */
+ * it takes the third (straight into its buffer) and waits, its loop reads
+ * the rest of rank 0's stream and the close, with frames still undelivered
+ * in the read buffer.  It still gets every message whole and in order, and
+ * only the receive after the last fails, with ETRANSPORT (the connection
+ * closed normally).  Without the deferred close the receive from rank 2
+ * already fails (checked by taking the deferral out). */
 static const size_t early_sizes[] = {0, 8, 20000, 8, 100, 1};
 
 static int rank_early_close(redcoll_comm *c, void *arg) {
