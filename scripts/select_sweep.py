@@ -4,7 +4,7 @@
 usage: scripts/select_sweep.py [--sim PATH] [--coll allreduce,reduce]
            [--p LIST] [--sizes LIST] [--op sum|noncomm] [--jobs N]
            [--alpha A --beta B --gamma G] [--threshold B] [--cap BYTES]
-           [--csv FILE] [--limit R]
+           [--large-div D] [--csv FILE] [--limit R]
 
 For every p and vector size (bytes) it runs `redcoll-sim --algo auto` and
 `redcoll-sim --algo X` for every algorithm X the collective has (those
@@ -21,6 +21,11 @@ with S / k bytes, k a power of two, threshold / k and beta, gamma times k.
 The selector sees the same scaled values, and its cost model is invariant
 the same way, so it chooses as it would for the real size.  Both the
 forced runs and AUTO are scaled alike; the ratio is what is compared.
+For p > 128 the cap is --cap / --large-div (default 4: 256 KiB).
+allgather_reduce, where every rank holds all p vectors, is scaled further,
+to at most max(cap / 16, 1 MiB / p) bytes a vector: its time is sums of
+whole vectors and does not depend on the threshold, so any k leaves it
+unchanged.
 
 Defaults: the commodity-cluster profile alpha = 1e-5 s, beta = 1e-9 s/B,
 gamma = 2.5e-10 s/B, threshold 8192 B, sizes 8 B .. 64 MiB in powers of 8
@@ -77,10 +82,19 @@ def parse_list(s):
     return out
 
 
-def scaled(p, size, esize, args):
+def scaled(p, size, esize, args, algo=None):
     """(count, threshold, beta, gamma) of the run that stands for `size`."""
-    cap = args.cap if p <= 64 else max(args.cap // 4, 4096)
+    cap = args.cap if p <= 64 else max(args.cap // (4 if p <= 128 else args.large_div), 4096)
     k = 1
+    if algo == 'allgather_reduce':
+        # Every rank holds all p vectors, p * p * size bytes in all: scale it
+        # to about 1 MiB a rank.  Its time is alpha, beta and gamma times
+        # sums of whole vector lengths, and the threshold does not enter, so
+        # any k leaves it unchanged.
+        while size // k > max(cap // 16, (1 << 20) // p) and size // (2 * k) >= esize:
+            k *= 2
+        count = max(1, size // k // esize)
+        return count, max(1, args.threshold // k), args.beta * k, args.gamma * k
     while size // k > cap and args.threshold // (2 * k) >= esize and size // (2 * k) >= esize * p:
         k *= 2
     count = max(1, size // k // esize)
@@ -88,7 +102,7 @@ def scaled(p, size, esize, args):
 
 
 def run(args, coll, algo, p, size, esize):
-    count, thr, beta, gamma = scaled(p, size, esize, args)
+    count, thr, beta, gamma = scaled(p, size, esize, args, algo)
     cmd = ['nice', '-n', '10', args.sim, '--coll', coll, '--algo', algo, '--p', str(p),
            '--count', str(count), '--op', args.op, '--threshold', str(thr),
            '--alpha', repr(args.alpha), '--beta', repr(beta), '--gamma', repr(gamma)]
@@ -119,6 +133,8 @@ def main(argv):
     ap.add_argument('--gamma', type=float, default=2.5e-10)
     ap.add_argument('--threshold', type=int, default=8192)
     ap.add_argument('--cap', type=int, default=1 << 20)
+    ap.add_argument('--large-div', type=int, default=4,
+                    help='for p > 128 the cap is --cap divided by this (default 4)')
     ap.add_argument('--csv', default=None)
     ap.add_argument('--limit', type=float, default=1.10)
     args = ap.parse_args(argv)
