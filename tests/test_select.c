@@ -303,7 +303,7 @@ static void test_ranks_per_cpu_costs(void) {
         for (int algo = 1; algo < REDCOLL_ALGO_COUNT; algo++) {
           double want = redcoll__cost((redcoll_algo)algo, &plain, &scaled);
           if (p > 2 && algo == REDCOLL_ALGO_LINEAR && coll == REDCOLL_COLL_ALLREDUCE)
-            want = 2 * A + 2 * p1 * (double)m * B + p1 * (double)m * G;
+            want = 2 * A + p1 * (double)m * (2 * B + G);
           if (p > 2 && algo == REDCOLL_ALGO_LINEAR && coll == REDCOLL_COLL_REDUCE)
             want = A + p1 * (double)m * (B + G);
           if (p <= 2) want = redcoll__cost((redcoll_algo)algo, &plain, &tcp); /* f = 1 */

@@ -290,9 +290,9 @@ REDCOLL_API int redcoll_comm_set_transport_name(redcoll_comm *c, const char *nam
  * here: REDCOLL_RANKS_PER_CPU from the environment, else what the
  * transport found (TCP with a rendezvous: p / rank 0's online CPUs when
  * every registered address is on rank 0's host, sent with the address
- * table so that all ranks agree; otherwise 1).  REDCOLL_EINVAL for NULL, a negative or non-finite value,
- * or (get) a malformed REDCOLL_RANKS_PER_CPU, which is logged and then
- * counts as unset. */
+ * table so that all ranks agree; otherwise 1).  REDCOLL_EINVAL for NULL,
+ * a negative or non-finite value, or (get) a malformed
+ * REDCOLL_RANKS_PER_CPU, which is logged and then counts as unset. */
 REDCOLL_API int redcoll_comm_set_ranks_per_cpu(redcoll_comm *c, double ranks_per_cpu);
 REDCOLL_API int redcoll_comm_get_ranks_per_cpu(redcoll_comm *c, double *ranks_per_cpu);
 /* The model's predicted time of algo for a collective of count elements of

@@ -261,21 +261,17 @@ static double circulant(const mach *M, const redcoll__cost_args *a, int rsag) {
 
 static double linear(const mach *M, const redcoll__cost_args *a) {
   double p1 = a->p - 1, m = (double)a->count * (double)a->esize;
-  if (a->ranks_per_cpu > 1) {
-    /* More ranks than CPUs: a rank waits for a CPU more than for its
-     * messages, the root drains the messages that came in while it waited,
-     * and the p-1 start-ups of each phase overlap.  Volume and reductions
-     * stay serial at the root.  Measured for allreduce and reduce only
-     * (docs/tuning.md), so only they are charged this way. */
-    if (a->coll == REDCOLL_COLL_ALLREDUCE)
-      return 2 * M->a + 2 * p1 * m * M->b + p1 * m * M->g;
-    if (a->coll == REDCOLL_COLL_REDUCE) return M->a + p1 * m * (M->b + M->g);
-  }
+  /* Start-ups per phase of allreduce and reduce: p-1, one per message;
+   * with more ranks than CPUs one, since a rank then waits for a CPU more
+   * than for its messages and the root drains what came in meanwhile.
+   * Volume and reductions stay serial at the root.  Measured for these two
+   * only (docs/tuning.md), so the other collectives keep p-1. */
+  double starts = a->ranks_per_cpu > 1 ? 1 : p1;
   switch (a->coll) {
   case REDCOLL_COLL_ALLREDUCE:
-    return p1 * rnd(M, m, m) + p1 * rnd(M, m, 0);
+    return 2 * starts * M->a + p1 * m * (2 * M->b + M->g);
   case REDCOLL_COLL_REDUCE:
-    return p1 * rnd(M, m, m);
+    return starts * M->a + p1 * m * (M->b + M->g);
   case REDCOLL_COLL_BCAST:
   case REDCOLL_COLL_GATHER:
   case REDCOLL_COLL_SCATTER:

@@ -38,11 +38,10 @@ redcoll__cost_model redcoll__cost_default(const char *transport) {
 
 static int valid(double v) { return isfinite(v) && v >= 0; }
 
-/* "alpha,beta,gamma" (commas or blanks). */
-static int parse_triple(const char *s, redcoll__cost_model *cm) {
-  double v[3];
+/* n numbers >= 0, separated by commas or blanks, and nothing else. */
+static int parse_numbers(const char *s, double *v, int n) {
   char *end;
-  for (int i = 0; i < 3; i++) {
+  for (int i = 0; i < n; i++) {
     while (*s == ' ' || *s == '\t' || (i > 0 && *s == ',')) s++;
     errno = 0;
     v[i] = strtod(s, &end);
@@ -50,7 +49,13 @@ static int parse_triple(const char *s, redcoll__cost_model *cm) {
     s = end;
   }
   while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r') s++;
-  if (*s != '\0') return REDCOLL_EINVAL;
+  return *s == '\0' ? REDCOLL_OK : REDCOLL_EINVAL;
+}
+
+/* "alpha,beta,gamma". */
+static int parse_triple(const char *s, redcoll__cost_model *cm) {
+  double v[3];
+  if (parse_numbers(s, v, 3) != REDCOLL_OK) return REDCOLL_EINVAL;
   *cm = (redcoll__cost_model){v[0], v[1], v[2]};
   return REDCOLL_OK;
 }
@@ -179,12 +184,9 @@ static int rpc_resolve(redcoll_comm *c) {
   const char *env = getenv("REDCOLL_RANKS_PER_CPU");
   int rc = REDCOLL_OK;
   c->ranks_per_cpu = c->rpc_detected;
+  double v;
   if (env != NULL && *env != '\0') {
-    char *end;
-    errno = 0;
-    double v = strtod(env, &end);
-    while (*end == ' ' || *end == '\t') end++;
-    if (end == env || *end != '\0' || errno != 0 || !valid(v)) {
+    if (parse_numbers(env, &v, 1) != REDCOLL_OK) {
       redcoll__log(0, "REDCOLL_RANKS_PER_CPU=%s: expected a number >= 0", env);
       rc = REDCOLL_EINVAL;
     } else {

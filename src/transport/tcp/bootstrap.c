@@ -631,8 +631,6 @@ static uint64_t random_job(void) {
   return v != 0 ? v : 1;
 }
 
-/* Rank 0: collect every rank's address, then send everyone the table and
- * the job id (cfg_job, the configured one, or a random one). */
 /* The CPU count rank 0 puts into the table: its online CPUs if every
  * registered address is on its host (the same address, or loopback), else
  * 0.  Every rank then divides p by this one number (ranks per CPU for
@@ -644,6 +642,8 @@ static uint32_t table_cpus(const redcoll__tcp *t) {
   return n > 0 && n < 1 << 30 ? (uint32_t)n : 0;
 }
 
+/* Rank 0: collect every rank's address, then send everyone the table and
+ * the job id (cfg_job, the configured one, or a random one). */
 static int master_serve(redcoll__tcp *t, const redcoll__tcp_addr *maddr, uint64_t cfg_job,
                         int64_t deadline) {
   char ma[64];

@@ -1193,10 +1193,11 @@ static const redcoll_transport_ops tcp_ops = {
 
 /* ---- construction --------------------------------------------------------- */
 
-double redcoll__tcp_ranks_per_cpu(const redcoll__tcp *t) {
-  /* Only what rank 0 sent everyone with the table.  With a host list, or
-   * ranks on several hosts: 1 (a rank does not know the others' CPUs;
-   * REDCOLL_RANKS_PER_CPU says otherwise). */
+/* p / the CPU count of the rendezvous table: only what rank 0 sent
+ * everyone, so the same on every rank.  With a host list, or ranks on
+ * several hosts: 1 (a rank does not know the others' CPUs;
+ * REDCOLL_RANKS_PER_CPU says otherwise). */
+static double ranks_per_cpu(const redcoll__tcp *t) {
   return t->table_cpus > 0 ? (double)t->size / (double)t->table_cpus : 1;
 }
 
@@ -1244,7 +1245,7 @@ REDCOLL_API int redcoll_tcp_comm_create(const redcoll_tcp_config *cfg, redcoll_c
   if (rc == REDCOLL_OK) {
     /* AUTO then uses the tcp line of the tuning file or the TCP defaults. */
     redcoll_comm_set_transport_name(*out, "tcp");
-    redcoll__comm_set_ranks_per_cpu_detected(*out, redcoll__tcp_ranks_per_cpu(t));
+    redcoll__comm_set_ranks_per_cpu_detected(*out, ranks_per_cpu(t));
   }
   return rc;
 

@@ -215,10 +215,6 @@ struct redcoll__tcp {
  * REDCOLL_ENOTSUP (logged) if this build has no crypto library. */
 int redcoll__tcp_auth_init(redcoll__tcp *t, const char *secret);
 
-/* p / the CPU count of the rendezvous table, or 1 without one (tcp.c);
- * the same on every rank, since rank 0 decided it for all. */
-double redcoll__tcp_ranks_per_cpu(const redcoll__tcp *t);
-
 /* The listener's connection callback (tcp.c). */
 void redcoll__tcp_on_accept(uv_stream_t *server, int status);
 
