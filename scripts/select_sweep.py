@@ -87,16 +87,15 @@ def scaled(p, size, esize, args, algo=None):
     cap = args.cap if p <= 64 else max(args.cap // (4 if p <= 128 else args.large_div), 4096)
     k = 1
     if algo == 'allgather_reduce':
-        # Every rank holds all p vectors, p * p * size bytes in all: scale it
-        # to about 1 MiB a rank.  Its time is alpha, beta and gamma times
-        # sums of whole vector lengths, and the threshold does not enter, so
-        # any k leaves it unchanged.
+        # Every rank holds all p vectors: at most max(cap / 16, 1 MiB / p)
+        # bytes a vector.  Its time is sums of whole vectors and the
+        # threshold does not enter, so any k leaves it unchanged.
         while size // k > max(cap // 16, (1 << 20) // p) and size // (2 * k) >= esize:
             k *= 2
-        count = max(1, size // k // esize)
-        return count, max(1, args.threshold // k), args.beta * k, args.gamma * k
-    while size // k > cap and args.threshold // (2 * k) >= esize and size // (2 * k) >= esize * p:
-        k *= 2
+    else:
+        while (size // k > cap and args.threshold // (2 * k) >= esize
+               and size // (2 * k) >= esize * p):
+            k *= 2
     count = max(1, size // k // esize)
     return count, max(1, args.threshold // k), args.beta * k, args.gamma * k
 
@@ -178,6 +177,7 @@ def main(argv):
                     if csv:
                         csv.write('%s,%d,%d,%s,%.9g,%s,%.9g,%.6f\n' % (
                             coll, p, size, chosen, t_auto, best, forced[best], ratio))
+                        csv.flush()  # a long sweep stopped early keeps its rows
                     if ratio > worst[0]:
                         worst = (ratio, (coll, p, size, chosen, best))
     if csv:
