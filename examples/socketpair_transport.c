@@ -102,7 +102,8 @@ static void *rank_thread(void *arg) {
   rank_state *st = malloc(sizeof *st);
   if (st != NULL) {
     st->rank = me;
-    rc = redcoll_comm_create(&sp_ops, st, me, P, &c); /* st belongs to redcoll now */
+    rc = redcoll_comm_create(&sp_ops, st, me, P, &c); /* on success st belongs to c */
+    if (rc != REDCOLL_OK) sp_destroy(st);
   }
   int64_t x[1000];
   for (int i = 0; i < 1000; i++) x[i] = (int64_t)(me + 1) * i;

@@ -220,6 +220,78 @@ static void rooted_rules(void) {
   redcoll_comm_destroy(c);
 }
 
+/* The one buffer rule: the own block exactly where the in-place layout
+ * puts it is in place; every other overlap is REDCOLL_EINVAL before anything
+ * is sent.  Rank 1 of 4: its own block of a p-block buffer is block 1, so
+ * sendbuf == recvbuf is not in place for allgather, allgatherv, and gather
+ * and scatter rooted at 1 (each used to run, with wrong data or a write into
+ * the root's const sendbuf). */
+static void alias_rules(void) {
+  redcoll_comm *c = make(1, 4);
+  const redcoll_op *S = REDCOLL_SUM;
+  size_t counts[4] = {2, 3, 1, 4};
+  BAD(REDCOLL_EINVAL, redcoll_allgather(c, rbuf, rbuf, N, REDCOLL_FLOAT64));
+  BAD(REDCOLL_EINVAL, redcoll_allgatherv(c, rbuf, 3, rbuf, counts, REDCOLL_FLOAT64));
+  BAD(REDCOLL_EINVAL, redcoll_allgatherv(c, rbuf + 1, 3, rbuf, counts, REDCOLL_FLOAT64));
+  BAD(REDCOLL_EINVAL, redcoll_gather(c, rbuf, rbuf, N, REDCOLL_FLOAT64, 1));
+  BAD(REDCOLL_EINVAL, redcoll_scatter(c, sbuf, sbuf, N, REDCOLL_FLOAT64, 1));
+  BAD(REDCOLL_EINVAL, redcoll_scatter(c, sbuf, sbuf + 2 * N, N, REDCOLL_FLOAT64, 1));
+  /* the result inside the input, the input inside the result */
+  BAD(REDCOLL_EINVAL, redcoll_reduce_scatter_block(c, sbuf, sbuf + N - 1, N / 4, REDCOLL_FLOAT64, S));
+  BAD(REDCOLL_EINVAL, redcoll_reduce_scatter(c, rbuf, rbuf + 1, counts, REDCOLL_FLOAT64, S));
+  BAD(REDCOLL_EINVAL, redcoll_allgather(c, rbuf + 3 * N, rbuf, N, REDCOLL_FLOAT64));
+  BAD(REDCOLL_EINVAL, redcoll_allreduce(c, rbuf, (char *)rbuf + 1, N, REDCOLL_FLOAT64, S));
+  CHECK_INT(c->seq, 0);
+  redcoll_comm_destroy(c);
+
+  /* One rank: a forced algorithm that needs commutativity refuses a
+   * non-commutative operator as it does on many ranks (it used to return
+   * REDCOLL_OK); count 0 has nothing to reduce. */
+  redcoll_op *noncomm = NULL;
+  CHECK_INT(redcoll_op_create(user_sum, sizeof(int), 0, NULL, &noncomm), REDCOLL_OK);
+  c = make(0, 1);
+  CHECK_INT(redcoll_comm_set_algorithm(c, REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_RING), REDCOLL_OK);
+  CHECK_INT(redcoll_comm_set_algorithm(c, REDCOLL_COLL_REDUCE, REDCOLL_ALGO_RING), REDCOLL_OK);
+  BAD(REDCOLL_ENOTSUP, redcoll_allreduce(c, sbuf, rbuf, N, REDCOLL_CUSTOM, noncomm));
+  BAD(REDCOLL_ENOTSUP, redcoll_reduce(c, sbuf, rbuf, N, REDCOLL_CUSTOM, noncomm, 0));
+  BAD(REDCOLL_OK, redcoll_allreduce(c, sbuf, rbuf, 0, REDCOLL_CUSTOM, noncomm));
+  CHECK_INT(redcoll_comm_set_algorithm(c, REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_ELIMINATION),
+            REDCOLL_OK);
+  fill();
+  CHECK_INT(redcoll_allreduce(c, sbuf, rbuf, N, REDCOLL_CUSTOM, noncomm), REDCOLL_OK);
+  CHECK(memcmp(sbuf, rbuf, N * sizeof(int)) == 0);
+  redcoll_comm_destroy(c);
+  redcoll_op_destroy(noncomm);
+}
+
+/* redcoll_comm_create: on failure impl stays the caller's, whatever the
+ * reason (a malformed environment used to destroy it, a bad rank not). */
+static void create_ownership(void) {
+  redcoll_comm *c = NULL;
+  state.destroyed = 0;
+  setenv("REDCOLL_ALGO_ALLREDUCE", "no_such_algorithm", 1);
+  CHECK_INT(redcoll_comm_create(&rec_ops, &state, 0, 4, &c), REDCOLL_EINVAL);
+  CHECK(c == NULL);
+  unsetenv("REDCOLL_ALGO_ALLREDUCE");
+  setenv("REDCOLL_RESULTS", "sometimes", 1);
+  CHECK_INT(redcoll_comm_create(&rec_ops, &state, 0, 4, &c), REDCOLL_EINVAL);
+  CHECK_INT(redcoll_comm_create(&rec_ops, &state, 5, 4, &c), REDCOLL_EINVAL);
+  CHECK_INT(state.destroyed, 0);
+  setenv("REDCOLL_RESULTS", "fast", 1);
+  c = make(0, 4);
+  CHECK_INT(redcoll_comm_get_results(c), REDCOLL_RESULTS_FAST);
+  CHECK_INT(redcoll_comm_set_results(c, (redcoll_results)7), REDCOLL_EINVAL);
+  CHECK_INT(redcoll_comm_set_results(c, REDCOLL_RESULTS_IDENTICAL), REDCOLL_OK);
+  CHECK_INT(redcoll_comm_get_results(c), REDCOLL_RESULTS_IDENTICAL);
+  CHECK_INT(redcoll_comm_set_results(NULL, REDCOLL_RESULTS_FAST), REDCOLL_EINVAL);
+  unsetenv("REDCOLL_RESULTS");
+  redcoll_comm_destroy(c);
+  CHECK_INT(state.destroyed, 1);
+  c = make(0, 4);
+  CHECK_INT(redcoll_comm_get_results(c), REDCOLL_RESULTS_IDENTICAL); /* the default */
+  redcoll_comm_destroy(c);
+}
+
 /* Valid calls with count 0 or p = 1 do not communicate either. */
 static void trivial_calls(void) {
   redcoll_comm *c = make(0, 3);
@@ -273,6 +345,8 @@ int main(void) {
   comm_rules();
   collective_rules();
   rooted_rules();
+  alias_rules();
+  create_ownership();
   trivial_calls();
   broken_comm();
   tags();

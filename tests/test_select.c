@@ -14,6 +14,9 @@
 #include "redcoll/mock.h"
 #include "test.h"
 
+/* What redcoll__cost_select excludes for a non-commutative operator. */
+#define NONCOMM_EXCLUDE (REDCOLL__NEEDS_COMMUTATIVE | REDCOLL__RANK_DEPENDENT)
+
 /* ---- formulas versus the simulator -------------------------------------- */
 
 /* Simulated time of (coll, algo, p, count of uint8, threshold) under the
@@ -163,20 +166,27 @@ static void test_choice_respects_operator(void) {
     for (int p = 2; p <= 300; p += 7) {
       for (size_t n = 1; n <= ((size_t)1 << 26); n *= 8) {
         redcoll__cost_args a = {(redcoll_coll)coll, p, n, 1, 8192, 0, 1};
-        redcoll_algo x = redcoll__cost_select(&a, 0, &cm, NULL);
+        redcoll_algo x = redcoll__cost_select(&a, NONCOMM_EXCLUDE, &cm, NULL);
         CHECK(redcoll_algo_supported((redcoll_coll)coll, x));
         if (coll <= REDCOLL_COLL_REDUCE_SCATTER)
           CHECK_MSG(redcoll_algo_accepts_noncommutative((redcoll_coll)coll, x),
                     "%s p=%d n=%zu: %s", redcoll_coll_name((redcoll_coll)coll), p, n,
                     redcoll_algo_name(x));
-        CHECK(redcoll_algo_supported((redcoll_coll)coll, redcoll__cost_select(&a, 1, &cm, NULL)));
+        CHECK(redcoll_algo_supported((redcoll_coll)coll, redcoll__cost_select(&a, 0, &cm, NULL)));
       }
     }
   }
   /* Commodity profile: latency-bound small vectors, bandwidth-bound large ones. */
   if (redcoll_algo_supported(REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_CIRCULANT))
-    CHECK_INT(redcoll_cost_choose(REDCOLL_COLL_ALLREDUCE, 13, 1, 8, 8192, 1, 1e-5, 1e-9, 2.5e-10),
+    CHECK_INT(redcoll_cost_choose(REDCOLL_COLL_ALLREDUCE, 13, 1, 8, 8192,
+                                  REDCOLL_CHOOSE_COMMUTATIVE | REDCOLL_CHOOSE_RANK_DEPENDENT, 1e-5,
+                                  1e-9, 2.5e-10),
               REDCOLL_ALGO_CIRCULANT);
+  /* Results identical on every rank: never the rank-dependent circulant. */
+  for (int p = 2; p <= 64; p++)
+    for (size_t n = 1; n <= ((size_t)1 << 24); n *= 4)
+      CHECK(redcoll_cost_choose(REDCOLL_COLL_ALLREDUCE, p, n, 8, 8192, REDCOLL_CHOOSE_COMMUTATIVE,
+                                1e-5, 1e-9, 2.5e-10) != REDCOLL_ALGO_CIRCULANT);
   redcoll_algo big =
       redcoll_cost_choose(REDCOLL_COLL_ALLREDUCE, 13, 1 << 23, 8, 8192, 0, 1e-5, 1e-9, 2.5e-10);
   CHECK_MSG(big != REDCOLL_ALGO_LINEAR && big != REDCOLL_ALGO_BINARY_TREE &&
@@ -323,19 +333,19 @@ static void test_ranks_per_cpu_costs(void) {
   for (int p = 3; p <= 8; p++) {
     for (size_t m = 8; m <= 32768; m *= 8) {
       redcoll__cost_args a = {REDCOLL_COLL_ALLREDUCE, p, m / 4, 4, 8192, 0, p / 2.0};
-      redcoll_algo got = redcoll__cost_select(&a, 1, &tcp, NULL);
+      redcoll_algo got = redcoll__cost_select(&a, 0, &tcp, NULL);
       if (m <= 4096)
         CHECK_MSG((got == REDCOLL_ALGO_LINEAR) == (p >= 5), "allreduce p=%d %zu B f=%g: %s", p, m,
                   a.ranks_per_cpu, redcoll_algo_name(got));
       a.coll = REDCOLL_COLL_REDUCE;
-      got = redcoll__cost_select(&a, 1, &tcp, NULL);
+      got = redcoll__cost_select(&a, 0, &tcp, NULL);
       CHECK_MSG(got == REDCOLL_ALGO_LINEAR, "reduce p=%d %zu B f=%g: %s", p, m, a.ranks_per_cpu,
                 redcoll_algo_name(got));
       a.ranks_per_cpu = 1;
-      got = redcoll__cost_select(&a, 1, &tcp, NULL);
+      got = redcoll__cost_select(&a, 0, &tcp, NULL);
       CHECK_MSG(got != REDCOLL_ALGO_LINEAR, "reduce p=%d %zu B: linear", p, m);
       a.coll = REDCOLL_COLL_ALLREDUCE;
-      got = redcoll__cost_select(&a, 1, &tcp, NULL);
+      got = redcoll__cost_select(&a, 0, &tcp, NULL);
       CHECK_MSG(got != REDCOLL_ALGO_LINEAR, "allreduce p=%d %zu B: linear", p, m);
     }
   }

@@ -233,9 +233,9 @@ static int mx_call(redcoll_comm *c, mx_arg *a, mx_bufs *B, size_t count, int kin
   }
 
   /* Forcing an algorithm that needs commutativity with the non-commutative
-   * operator is refused before anything is sent (p = 1 and count = 0 never
-   * reach an algorithm). */
-  if (refuse && p > 1 && count > 0) {
+   * operator is refused before anything is sent, on one rank as on many
+   * (count = 0 has nothing to reduce and succeeds). */
+  if (refuse && count > 0) {
     if (rc != REDCOLL_ENOTSUP) {
       log_fail(lg, __LINE__, "%s count %zu: non-commutative op gave %s, want REDCOLL_ENOTSUP",
                redcoll_algo_name(a->algo), count, redcoll_status_name(rc));

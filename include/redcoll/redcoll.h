@@ -200,11 +200,13 @@ typedef struct redcoll_comm redcoll_comm;
 struct redcoll_transport_ops; /* include/redcoll/transport.h */
 
 /* Creates the communicator of one rank over a transport.  ops is checked
- * (required members present, known version); impl is the transport's state
- * and is owned by the communicator from now on: redcoll_comm_destroy calls
- * ops->destroy(impl), also when this call fails after the checks of ops
- * passed.  Returns REDCOLL_EINVAL for size < 1, rank outside [0, size), a
- * NULL out or an incomplete ops; REDCOLL_ENOMEM. */
+ * (required members present, known version); impl is the transport's state.
+ * Ownership of impl passes to the communicator only when this call returns
+ * REDCOLL_OK: redcoll_comm_destroy then calls ops->destroy(impl).  On any
+ * failure impl is still the caller's and ops->destroy has not been called.
+ * Returns REDCOLL_EINVAL for size < 1, rank outside [0, size), a NULL out,
+ * an incomplete ops, or a malformed REDCOLL_ALGO_<COLL> or REDCOLL_RESULTS
+ * in the environment (logged); REDCOLL_ENOMEM. */
 REDCOLL_API int redcoll_comm_create(const struct redcoll_transport_ops *ops, void *impl, int rank,
                                     int size, redcoll_comm **out);
 REDCOLL_API int redcoll_comm_rank(const redcoll_comm *c);
@@ -255,6 +257,26 @@ REDCOLL_API int redcoll_comm_abort(redcoll_comm *c);
 REDCOLL_API int redcoll_comm_set_timeout(redcoll_comm *c, uint64_t ms);
 REDCOLL_API uint64_t redcoll_comm_get_timeout(const redcoll_comm *c);
 
+/* Whether every rank must get the same bits.  REDCOLL_RESULTS_IDENTICAL,
+ * the default: every collective returns bitwise identical results on every
+ * rank, for every dtype and operator; AUTO never picks an algorithm whose
+ * ranks combine operands in different orders (the `identical` column of
+ * docs/algorithms/README.md) for a floating-point dtype or a user operator.
+ * REDCOLL_RESULTS_FAST lets AUTO pick those too when the cost model says
+ * they are faster: floating-point results may then differ between ranks in
+ * the last bits (and more where terms cancel).  Integer dtypes with the
+ * built-in operators are exact in any order and identical either way.  A
+ * forced algorithm (redcoll_comm_set_algorithm, REDCOLL_ALGO_<COLL>) runs as
+ * forced in both modes.  Unless set here, REDCOLL_RESULTS=identical|fast
+ * from the environment decides at creation.  Every rank must use the same
+ * setting.  REDCOLL_EINVAL for NULL or a value out of range. */
+typedef enum redcoll_results {
+  REDCOLL_RESULTS_IDENTICAL = 0,
+  REDCOLL_RESULTS_FAST = 1
+} redcoll_results;
+REDCOLL_API int redcoll_comm_set_results(redcoll_comm *c, redcoll_results mode);
+REDCOLL_API redcoll_results redcoll_comm_get_results(const redcoll_comm *c);
+
 /* The algorithm the last collective on this communicator ran (the choice
  * AUTO made, or the forced one); REDCOLL_ALGO_AUTO before the first call. */
 REDCOLL_API redcoll_algo redcoll_comm_last_algorithm(const redcoll_comm *c);
@@ -298,13 +320,19 @@ REDCOLL_API int redcoll_comm_get_ranks_per_cpu(redcoll_comm *c, double *ranks_pe
 /* The model's predicted time of algo for a collective of count elements of
  * elem_size bytes (count as in the collective's call) on p ranks with
  * threshold b, root 0; REDCOLL_ENOTSUP if (coll, algo) has no cost formula.
- * And the algorithm AUTO would choose for it (commutative: whether the
- * operator is).  For tools and tests; the communicator is not needed. */
+ * And the algorithm AUTO would choose for it; op_flags is a bitwise or of
+ * REDCOLL_CHOOSE_COMMUTATIVE (the operator is commutative) and
+ * REDCOLL_CHOOSE_RANK_DEPENDENT (results that differ between ranks in the
+ * last bits are acceptable: an integer dtype with a built-in operator, or
+ * REDCOLL_RESULTS_FAST).  For tools and tests; the communicator is not
+ * needed. */
+#define REDCOLL_CHOOSE_COMMUTATIVE 1
+#define REDCOLL_CHOOSE_RANK_DEPENDENT 2
 REDCOLL_API int redcoll_cost_predict(redcoll_coll coll, redcoll_algo algo, int p, size_t count,
                                      size_t elem_size, size_t threshold, double alpha, double beta,
                                      double gamma, double *time);
 REDCOLL_API redcoll_algo redcoll_cost_choose(redcoll_coll coll, int p, size_t count,
-                                             size_t elem_size, size_t threshold, int commutative,
+                                             size_t elem_size, size_t threshold, int op_flags,
                                              double alpha, double beta, double gamma);
 
 /* The body of one rank, as the bundled runners (redcoll_mock_run,

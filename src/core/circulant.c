@@ -624,7 +624,8 @@ static int reduce_circulant_rsag(const redcoll__call *call) {
 /* ---- registry ----------------------------------------------------------- */
 
 const redcoll__algo_entry redcoll__algos_circulant[] = {
-    {REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_CIRCULANT, allreduce_circulant, REDCOLL__NEEDS_COMMUTATIVE},
+    {REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_CIRCULANT, allreduce_circulant,
+     REDCOLL__NEEDS_COMMUTATIVE | REDCOLL__RANK_DEPENDENT},
     {REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_CIRCULANT_RSAG, allreduce_circulant_rsag,
      REDCOLL__NEEDS_COMMUTATIVE},
     {REDCOLL_COLL_REDUCE, REDCOLL_ALGO_CIRCULANT, reduce_circulant, REDCOLL__NEEDS_COMMUTATIVE},

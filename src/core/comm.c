@@ -85,33 +85,53 @@ static int algos_from_env(redcoll_comm *c) {
   return REDCOLL_OK;
 }
 
+/* REDCOLL_RESULTS=identical|fast; anything else is an error. */
+static int results_from_env(redcoll_comm *c) {
+  const char *val = getenv("REDCOLL_RESULTS");
+  if (val == NULL || *val == '\0' || strcmp(val, "identical") == 0) return REDCOLL_OK;
+  if (strcmp(val, "fast") == 0) {
+    c->results = REDCOLL_RESULTS_FAST;
+    return REDCOLL_OK;
+  }
+  redcoll__log(0, "rank %d: REDCOLL_RESULTS=%s: expected identical or fast", c->rank, val);
+  return REDCOLL_EINVAL;
+}
+
+/* On failure impl stays the caller's: ops->destroy is called only by
+ * redcoll_comm_destroy of a communicator this function returned. */
 REDCOLL_API int redcoll_comm_create(const redcoll_transport_ops *ops, void *impl, int rank, int size,
                                     redcoll_comm **out) {
   if (out == NULL) return REDCOLL_EINVAL;
   *out = NULL;
   if (!ops_valid(ops) || size < 1 || rank < 0 || rank >= size) return REDCOLL_EINVAL;
-  int rc;
   redcoll_comm *c = calloc(1, sizeof *c);
-  if (c == NULL) {
-    rc = REDCOLL_ENOMEM;
-    goto fail;
-  }
+  if (c == NULL) return REDCOLL_ENOMEM;
   c->ops = ops;
   c->impl = impl;
   c->rank = rank;
   c->size = size;
   c->threshold = REDCOLL_DEFAULT_THRESHOLD;
   c->last_algo = REDCOLL_ALGO_AUTO;
-  rc = algos_from_env(c);
-  if (rc != REDCOLL_OK) goto fail_comm;
+  c->results = REDCOLL_RESULTS_IDENTICAL;
+  int rc = algos_from_env(c);
+  if (rc == REDCOLL_OK) rc = results_from_env(c);
+  if (rc != REDCOLL_OK) {
+    free(c);
+    return rc;
+  }
   *out = c;
   return REDCOLL_OK;
+}
 
-fail_comm:
-  free(c);
-fail:
-  ops->destroy(impl);
-  return rc;
+REDCOLL_API int redcoll_comm_set_results(redcoll_comm *c, redcoll_results mode) {
+  if (c == NULL || (mode != REDCOLL_RESULTS_IDENTICAL && mode != REDCOLL_RESULTS_FAST))
+    return REDCOLL_EINVAL;
+  c->results = mode;
+  return REDCOLL_OK;
+}
+
+REDCOLL_API redcoll_results redcoll_comm_get_results(const redcoll_comm *c) {
+  return c != NULL ? c->results : REDCOLL_RESULTS_IDENTICAL;
 }
 
 REDCOLL_API int redcoll_comm_rank(const redcoll_comm *c) { return c ? c->rank : REDCOLL_EINVAL; }

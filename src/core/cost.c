@@ -377,14 +377,14 @@ static const redcoll_algo candidates[] = {
     REDCOLL_ALGO_LINEAR,
 };
 
-redcoll_algo redcoll__cost_select(const redcoll__cost_args *a, int commutative,
+redcoll_algo redcoll__cost_select(const redcoll__cost_args *a, unsigned exclude,
                                   const redcoll__cost_model *cm, double *time) {
   redcoll_algo best = REDCOLL_ALGO_AUTO;
   double best_t = HUGE_VAL;
   for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; i++) {
     const redcoll__algo_entry *e = redcoll__algo_find(a->coll, candidates[i]);
     if (e == NULL) continue;
-    if (!commutative && (e->flags & REDCOLL__NEEDS_COMMUTATIVE)) continue;
+    if (e->flags & exclude) continue;
     double t = redcoll__cost(candidates[i], a, cm);
     if (t < 0) continue;
     /* A relative margin keeps rounding noise from deciding a tie. */
@@ -399,7 +399,7 @@ redcoll_algo redcoll__cost_select(const redcoll__cost_args *a, int commutative,
     for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; i++) {
       const redcoll__algo_entry *e = redcoll__algo_find(a->coll, candidates[i]);
       if (e == NULL) continue;
-      if (!commutative && (e->flags & REDCOLL__NEEDS_COMMUTATIVE)) continue;
+      if (e->flags & exclude) continue;
       best = candidates[i];
       break;
     }

@@ -33,11 +33,12 @@ typedef struct redcoll__cost_args {
  * value if the cost of (coll, algo) is not modelled. */
 double redcoll__cost(redcoll_algo algo, const redcoll__cost_args *a, const redcoll__cost_model *cm);
 
-/* The cheapest algorithm registered for a->coll that accepts the operator
- * (commutative != 0: any; else only those without
- * REDCOLL__NEEDS_COMMUTATIVE).  Ties go to the earlier candidate of the
+/* The cheapest algorithm registered for a->coll whose registry flags
+ * share no bit with exclude (redcoll__excluded_flags: REDCOLL__NEEDS_COMMUTATIVE
+ * for a non-commutative operator, REDCOLL__RANK_DEPENDENT where results
+ * must be identical on every rank).  Ties go to the earlier candidate of the
  * collective's list.  *time, if not NULL, gets its predicted time. */
-redcoll_algo redcoll__cost_select(const redcoll__cost_args *a, int commutative,
+redcoll_algo redcoll__cost_select(const redcoll__cost_args *a, unsigned exclude,
                                   const redcoll__cost_model *cm, double *time);
 
 /* Built-in cost model of a transport ("mock", "threads", "tcp"); NULL or

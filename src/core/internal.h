@@ -88,6 +88,9 @@ struct redcoll_comm {
    * found. */
   int rpc_state, rpc_status; /* status: of resolving the variable */
   double ranks_per_cpu, rpc_detected;
+  /* redcoll_comm_set_results: REDCOLL_RESULTS_IDENTICAL (the default) or
+   * REDCOLL_RESULTS_FAST, resolved from REDCOLL_RESULTS at creation. */
+  redcoll_results results;
 };
 
 /* The transport's count of ranks per CPU (select.c); every rank must
@@ -161,7 +164,16 @@ void redcoll__log(int level, const char *fmt, ...) __attribute__((format(printf,
 
 enum {
   REDCOLL__NEEDS_COMMUTATIVE = 1u << 0, /* reorders operands */
+  REDCOLL__RANK_DEPENDENT = 1u << 1,    /* ranks combine operands in different
+                                         * orders, so floating-point results may
+                                         * differ between ranks in the last bits */
 };
+
+/* The registry flags that rule an algorithm out for this call: needing a
+ * commutative operator when it is not, and giving rank-dependent results
+ * when they would show (a floating-point dtype or a user operator) unless
+ * the communicator allows them (REDCOLL_RESULTS_FAST). */
+unsigned redcoll__excluded_flags(const struct redcoll__call *call);
 
 typedef struct redcoll__algo_entry {
   redcoll_coll coll;

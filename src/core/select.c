@@ -240,8 +240,32 @@ redcoll_algo redcoll__select(const redcoll__call *call) {
       if (call->counts[i] > mx) mx = call->counts[i];
     a.count = mx;
   }
-  int commutative = call->op == NULL || call->op->commutative;
-  return redcoll__cost_select(&a, commutative, &cm, NULL);
+  return redcoll__cost_select(&a, redcoll__excluded_flags(call), &cm, NULL);
+}
+
+/* Integer dtypes with built-in operators are exact in every order. */
+static int order_changes_bits(const redcoll__call *call) {
+  if (call->op == NULL) return 0;
+  if (call->op->id == REDCOLL__OP_USER) return 1;
+  return call->dtype == REDCOLL_FLOAT16 || call->dtype == REDCOLL_BFLOAT16 ||
+         call->dtype == REDCOLL_FLOAT32 || call->dtype == REDCOLL_FLOAT64;
+}
+
+unsigned redcoll__excluded_flags(const redcoll__call *call) {
+  unsigned x = 0;
+  if (call->op != NULL && !call->op->commutative) x |= REDCOLL__NEEDS_COMMUTATIVE;
+  if (call->comm->results == REDCOLL_RESULTS_IDENTICAL && order_changes_bits(call))
+    x |= REDCOLL__RANK_DEPENDENT;
+  return x;
+}
+
+/* REDCOLL_CHOOSE_* flags of the public redcoll_cost_choose as registry
+ * flags to exclude. */
+static unsigned exclude_of(int op_flags) {
+  unsigned x = 0;
+  if (!(op_flags & REDCOLL_CHOOSE_COMMUTATIVE)) x |= REDCOLL__NEEDS_COMMUTATIVE;
+  if (!(op_flags & REDCOLL_CHOOSE_RANK_DEPENDENT)) x |= REDCOLL__RANK_DEPENDENT;
+  return x;
 }
 
 REDCOLL_API int redcoll_cost_predict(redcoll_coll coll, redcoll_algo algo, int p, size_t count,
@@ -260,11 +284,11 @@ REDCOLL_API int redcoll_cost_predict(redcoll_coll coll, redcoll_algo algo, int p
 }
 
 REDCOLL_API redcoll_algo redcoll_cost_choose(redcoll_coll coll, int p, size_t count,
-                                             size_t elem_size, size_t threshold, int commutative,
+                                             size_t elem_size, size_t threshold, int op_flags,
                                              double alpha, double beta, double gamma) {
   if ((unsigned)coll >= REDCOLL_COLL_COUNT || p < 1 || elem_size == 0 || threshold == 0)
     return REDCOLL_ALGO_AUTO;
   redcoll__cost_args a = {coll, p, count, elem_size, threshold, 0, 1};
   redcoll__cost_model cm = {alpha, beta, gamma};
-  return redcoll__cost_select(&a, commutative, &cm, NULL);
+  return redcoll__cost_select(&a, exclude_of(op_flags), &cm, NULL);
 }

@@ -1242,11 +1242,10 @@ REDCOLL_API int redcoll_tcp_comm_create(const redcoll_tcp_config *cfg, redcoll_c
   rc = redcoll__tcp_bootstrap(t, cfg);
   if (rc != REDCOLL_OK) goto fail;
   rc = redcoll_comm_create(&tcp_ops, t, cfg->rank, cfg->size, out);
-  if (rc == REDCOLL_OK) {
-    /* AUTO then uses the tcp line of the tuning file or the TCP defaults. */
-    redcoll_comm_set_transport_name(*out, "tcp");
-    redcoll__comm_set_ranks_per_cpu_detected(*out, ranks_per_cpu(t));
-  }
+  if (rc != REDCOLL_OK) goto fail; /* t is still ours */
+  /* AUTO then uses the tcp line of the tuning file or the TCP defaults. */
+  redcoll_comm_set_transport_name(*out, "tcp");
+  redcoll__comm_set_ranks_per_cpu_detected(*out, ranks_per_cpu(t));
   return rc;
 
 fail:

@@ -434,10 +434,13 @@ static int comm_new(th_world *w, int rank, redcoll_comm **out) {
   pthread_mutex_lock(&w->mu);
   w->refs++;
   pthread_mutex_unlock(&w->mu);
-  /* On failure redcoll_comm_create destroys t, which drops the reference. */
   int rc = redcoll_comm_create(&threads_ops, t, rank, w->p, out);
+  if (rc != REDCOLL_OK) {
+    th_destroy(t); /* still ours: drops the reference */
+    return rc;
+  }
   /* AUTO then uses the threads line of the tuning file or the threads defaults. */
-  if (rc == REDCOLL_OK) redcoll_comm_set_transport_name(*out, "threads");
+  redcoll_comm_set_transport_name(*out, "threads");
   return rc;
 }
 
