@@ -328,8 +328,11 @@ static size_t run_case(redcoll_dtype dt, int opid, size_t count, int alias, size
   size_t bad = 0;
   CHECK(lb && rb && ob && want && any);
   if (!lb || !rb || !ob || !want || !any) goto out;
-  /* shift == 1 moves every buffer off its malloc alignment by one element */
-  void *l = lb + shift * es, *r = rb + shift * es, *o = ob + shift * es;
+  /* shift moves every buffer off its malloc alignment by that many bytes:
+   * one element keeps it aligned for the type, one byte does not (the
+   * kernels must then not load elements in place: UndefinedBehaviorSanitizer
+   * reports it) */
+  void *l = lb + shift, *r = rb + shift, *o = ob + shift;
   for (size_t i = 0; i < count; i++) {
     put_elem(l, i, es, random_elem(dt));
     put_elem(r, i, es, random_elem(dt));
@@ -394,8 +397,10 @@ static void test_all_pairs(void) {
       size_t bad = 0;
       for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++)
         for (int a = 0; a < ALIAS_COUNT; a++)
-          for (size_t shift = 0; shift < 2; shift++)
-            bad += run_case((redcoll_dtype)d, o, counts[c], a, shift, builtin(o));
+          for (size_t shift = 0; shift < 3; shift++)
+            bad += run_case((redcoll_dtype)d, o, counts[c], a,
+                            shift == 2 ? 1 : shift * redcoll_dtype_size((redcoll_dtype)d),
+                            builtin(o));
       CHECK_MSG(bad == 0, "%s op %d: %zu wrong elements", redcoll_dtype_name((redcoll_dtype)d), o,
                 bad);
     }

@@ -231,6 +231,18 @@ static int settings_main(redcoll_comm *c, void *argp) {
   fprintf(f, "tcp 3e-05 5e-10\n");
   fclose(f);
   CHECK_INT(redcoll_comm_load_tuning(c, path), REDCOLL_EINVAL);
+  /* A transport name over 15 characters (the longest that
+   * redcoll_comm_set_transport_name takes): rejected, even when a valid
+   * line for the transport follows (it used to be accepted, truncated at
+   * 31 characters). */
+  f = fopen(path, "w");
+  fprintf(f, "a-name-that-is-too-long 1e-06 1e-10 2e-10\nelsewhere 3e-05 5e-10 2e-10\n");
+  fclose(f);
+  CHECK_INT(redcoll_comm_load_tuning(c, path), REDCOLL_EINVAL);
+  f = fopen(path, "w");
+  fprintf(f, "fifteen-chars-x 1e-06 1e-10 2e-10\nelsewhere 3e-05 5e-10 2e-10\n");
+  fclose(f);
+  CHECK_INT(redcoll_comm_load_tuning(c, path), REDCOLL_OK);
   /* No entry that applies. */
   f = fopen(path, "w");
   fprintf(f, "threads 1e-06 1e-10 2e-10\n");

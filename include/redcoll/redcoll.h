@@ -344,14 +344,23 @@ typedef int (*redcoll_rank_main)(redcoll_comm *comm, void *arg);
 /*                                                                          */
 /* All ranks call a collective with the same count, dtype, op and root.     */
 /* Arguments are checked before anything is sent: a NULL buffer with        */
-/* count > 0, count * size overflowing, a root out of range, send and       */
-/* receive buffers that overlap partially, a user op with a built-in dtype  */
-/* or a built-in op with REDCOLL_CUSTOM, and a (dtype, op) pair that makes  */
-/* no sense all return REDCOLL_EINVAL with nothing sent and nothing         */
-/* written.  sendbuf == recvbuf is taken as REDCOLL_IN_PLACE.  Results of   */
-/* algorithms that accept non-commutative operators are v_0 (+) v_1 (+) ... */
-/* (+) v_{p-1} in rank order with one bracketing for every element, so     */
-/* every rank gets bitwise identical floating-point results.                */
+/* count > 0, count * size overflowing, a root out of range, overlapping    */
+/* send and receive buffers (below), a user op with a built-in dtype or a   */
+/* built-in op with REDCOLL_CUSTOM, and a (dtype, op) pair that makes no    */
+/* sense all return REDCOLL_EINVAL with nothing sent and nothing written.   */
+/* Buffers, one rule for every collective: the rank's own input placed     */
+/* exactly where the in-place layout of the collective keeps it is in      */
+/* place, the same as REDCOLL_IN_PLACE (allreduce, reduce at the root and   */
+/* the reduce-scatters: sendbuf == recvbuf; allgather: sendbuf == recvbuf + */
+/* rank * count elements; allgatherv: recvbuf + the counts of the ranks     */
+/* before; gather at the root: recvbuf + root * count; scatter at the root: */
+/* recvbuf == sendbuf + root * count).  Any other overlap of the bytes a    */
+/* rank reads and writes, sendbuf == recvbuf off those positions included,  */
+/* is REDCOLL_EINVAL.  Buffers may have any alignment.                      */
+/* Results: by default every rank gets bitwise identical results, for every */
+/* dtype and operator (redcoll_comm_set_results).  Algorithms that accept  */
+/* non-commutative operators compute v_0 (+) v_1 (+) ... (+) v_{p-1} in    */
+/* rank order with one bracketing for every element.                       */
 /* Statuses of every collective: REDCOLL_EINVAL (the checks above, nothing  */
 /* sent); REDCOLL_ENOTSUP (the forced algorithm does not implement the      */
 /* collective or needs a commutative operator); REDCOLL_ENOMEM (scratch);   */

@@ -312,12 +312,39 @@ int redcoll__kernel_check(redcoll_dtype dt, const redcoll_op *op) {
   return rc_table[dt][op->id] != NULL ? REDCOLL_OK : REDCOLL_EINVAL;
 }
 
+/* Elements per pass of the unaligned path: 4 KiB of the widest type. */
+#define RC_BOUNCE 512
+
+/* The kernels read and write whole elements, which C allows only at
+ * addresses aligned for the type; a user's vector may start anywhere (a
+ * float64 array inside a packed message).  Misaligned operands go through
+ * aligned buffers on the stack, RC_BOUNCE elements at a time.  out may
+ * equal left or right: each pass reads its inputs before writing. */
+static void rc_apply_unaligned(rc_fn fn, size_t esize, void *out, const void *left,
+                               const void *right, size_t count) {
+  _Alignas(16) unsigned char l[RC_BOUNCE * 8], r[RC_BOUNCE * 8], o[RC_BOUNCE * 8];
+  for (size_t i = 0; i < count; i += RC_BOUNCE) {
+    size_t n = count - i < RC_BOUNCE ? count - i : RC_BOUNCE, off = i * esize;
+    memcpy(l, (const char *)left + off, n * esize);
+    memcpy(r, (const char *)right + off, n * esize);
+    fn(o, l, r, n);
+    memcpy((char *)out + off, o, n * esize);
+  }
+}
+
 void redcoll__kernel_apply(redcoll_dtype dt, const redcoll_op *op, void *out, const void *left,
                            const void *right, size_t count) {
   assert(redcoll__kernel_check(dt, op) == REDCOLL_OK);
   if (count == 0) return;
   if (op->id == REDCOLL__OP_USER) {
     op->fn(out, left, right, count, op->ctx);
+    return;
+  }
+  /* Every built-in element type is aligned to its size. */
+  size_t esize = redcoll_dtype_size(dt);
+  uintptr_t any = (uintptr_t)out | (uintptr_t)left | (uintptr_t)right;
+  if ((any & (esize - 1)) != 0) {
+    rc_apply_unaligned(rc_table[dt][op->id], esize, out, left, right, count);
     return;
   }
   rc_table[dt][op->id](out, left, right, count);

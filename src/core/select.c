@@ -80,10 +80,17 @@ int redcoll__tuning_read(const char *path, const char *transport, redcoll__cost_
     if (hash != NULL) *hash = '\0'; /* comments run to the end of the line */
     while (*s == ' ' || *s == '\t') s++;
     if (*s == '#' || *s == '\n' || *s == '\r' || *s == '\0') continue;
-    char name[32];
+    char name[16]; /* a transport name has at most 15 characters */
     size_t n = 0;
-    while (*s != '\0' && *s != ' ' && *s != '\t' && *s != '\n' && n + 1 < sizeof name)
+    while (*s != '\0' && *s != ' ' && *s != '\t' && *s != '\n' && *s != '\r') {
+      if (n + 1 == sizeof name) {
+        redcoll__log(0, "tuning file %s:%d: transport name longer than %zu characters", path,
+                     lineno, sizeof name - 1);
+        fclose(f);
+        return REDCOLL_EINVAL;
+      }
       name[n++] = *s++;
+    }
     name[n] = '\0';
     redcoll__cost_model v;
     if ((*s != ' ' && *s != '\t') || parse_triple(s, &v) != REDCOLL_OK) {
