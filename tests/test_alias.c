@@ -197,7 +197,7 @@ static void misaligned(redcoll_coll coll, int p) {
   }
 }
 
-int main(void) {
+static void every_algorithm(void) {
   static const redcoll_coll colls[] = {
       REDCOLL_COLL_ALLREDUCE,      REDCOLL_COLL_REDUCE,    REDCOLL_COLL_REDUCE_SCATTER_BLOCK,
       REDCOLL_COLL_REDUCE_SCATTER, REDCOLL_COLL_ALLGATHER, REDCOLL_COLL_ALLGATHERV,
@@ -219,10 +219,14 @@ int main(void) {
       }
     }
   }
+  printf("%d runs\n", runs);
+}
+
+static void same_buffer_off_position(void) {
   for (int p = 2; p <= 9; p++) {
     misaligned(REDCOLL_COLL_ALLGATHER, p);
     misaligned(REDCOLL_COLL_ALLGATHERV, p);
   }
-  printf("%d runs\n", runs);
-  return TEST_DONE();
 }
+
+TEST_MAIN(TEST(every_algorithm), TEST(same_buffer_off_position))

@@ -341,14 +341,4 @@ static void tags(void) {
   CHECK_INT(t, redcoll__make_tag(5, REDCOLL_COLL_REDUCE, 100, REDCOLL_FLOAT64, REDCOLL_SUM, 3));
 }
 
-int main(void) {
-  comm_rules();
-  collective_rules();
-  rooted_rules();
-  alias_rules();
-  create_ownership();
-  trivial_calls();
-  broken_comm();
-  tags();
-  return TEST_DONE();
-}
+TEST_MAIN(TEST(comm_rules), TEST(collective_rules), TEST(rooted_rules), TEST(alias_rules), TEST(create_ownership), TEST(trivial_calls), TEST(broken_comm), TEST(tags))

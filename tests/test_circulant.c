@@ -135,16 +135,8 @@ static int sim_failures;
 
 static void sim(redcoll_coll coll, redcoll_algo algo, int p, size_t count, const size_t *counts,
                 int root, check_op op, int in_place, check_result *res) {
-  check_case tc;
-  check_case_init(&tc);
-  tc.coll = coll;
-  tc.algo = algo;
-  tc.p = p;
-  tc.count = count;
+  check_case tc = check_case_make(coll, algo, p, count, root, op, in_place);
   tc.counts = counts;
-  tc.root = root;
-  tc.op = op;
-  tc.in_place = in_place;
   tc.mock.seed = (uint64_t)p * 31 + (uint64_t)root;
   check_run(&tc, res);
   if (!res->ok && sim_failures++ < 10)
@@ -368,16 +360,5 @@ static void test_reduce_rsag(void) {
   }
 }
 
-int main(void) {
-  test_skips_table();
-  test_relative_blocks_p9();
-  test_slots(1024);
-  test_results();
-  test_irregular();
-  test_costs();
-  test_allreduce_work();
-  test_noncomm();
-  test_rooted();
-  test_reduce_rsag();
-  return TEST_DONE();
-}
+static void test_slots_1024(void) { test_slots(1024); }
+TEST_MAIN(TEST(test_skips_table), TEST(test_relative_blocks_p9), TEST(test_slots_1024), TEST(test_results), TEST(test_irregular), TEST(test_costs), TEST(test_allreduce_work), TEST(test_noncomm), TEST(test_rooted), TEST(test_reduce_rsag))

@@ -149,17 +149,19 @@ static void costs(void) {
   }
 }
 
-int main(void) {
+static void matrix_baselines(void) {
   matrix(REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_LINEAR, 64);
   matrix(REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_BINARY_TREE, 64);
   matrix(REDCOLL_COLL_REDUCE, REDCOLL_ALGO_LINEAR, 40);
   matrix(REDCOLL_COLL_REDUCE, REDCOLL_ALGO_BINARY_TREE, 64);
   matrix(REDCOLL_COLL_BCAST, REDCOLL_ALGO_BINARY_TREE, 64);
   matrix(REDCOLL_COLL_BCAST, REDCOLL_ALGO_LINEAR, 24);
+}
+
+static void bitwise_baselines(void) {
   bitwise(REDCOLL_ALGO_LINEAR);
   bitwise(REDCOLL_ALGO_BINARY_TREE);
-  every_algorithm();
-  noncomm_refused();
-  costs();
-  return TEST_DONE();
 }
+
+TEST_MAIN(TEST(matrix_baselines), TEST(bitwise_baselines), TEST(every_algorithm),
+          TEST(noncomm_refused), TEST(costs))

@@ -442,10 +442,14 @@ static int conf_rank(redcoll_comm *c, void *vp) {
   return rc;
 }
 
-int main(void) {
+/* Every case on every transport; `test_conformance NAME` runs the cases
+ * whose name contains NAME. */
+int main(int argc, char **argv) {
+  test_args(argc, argv);
   for (size_t t = 0; t < sizeof runners / sizeof runners[0]; t++) {
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
       const conf_case *cs = &cases[k];
+      if (!test_selected(cs->name)) continue;
       conf_arg *a = calloc(1, sizeof *a);
       CHECK(a != NULL);
       if (a == NULL) continue;

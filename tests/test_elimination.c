@@ -227,24 +227,11 @@ static void test_ops(void) {
 static int run_case(redcoll_coll coll, redcoll_algo algo, int p, size_t count, int root,
                     check_op op, size_t threshold, int in_place, size_t eager, uint64_t seed,
                     check_result *res) {
-  check_case tc;
-  check_case_init(&tc);
-  tc.coll = coll;
-  tc.algo = algo;
-  tc.p = p;
-  tc.count = count;
-  tc.root = root;
-  tc.op = op;
+  check_case tc = check_case_make(coll, algo, p, count, root, op, in_place);
   tc.threshold = threshold;
-  tc.in_place = in_place;
   tc.mock.eager_limit = eager;
   tc.mock.seed = seed;
-  int rc = check_run(&tc, res);
-  if (rc != 0 || !res->ok)
-    fprintf(stderr, "%s %s p=%d count=%zu root=%d op=%d th=%zu in_place=%d eager=%zu: %s\n",
-            redcoll_coll_name(coll), redcoll_algo_name(algo), p, count, root, (int)op, threshold,
-            in_place, eager, res->error);
-  return rc == 0 && res->ok;
+  return check_run_report(&tc, res);
 }
 
 static const int spread[] = {47, 63, 64, 65, 96, 100, 127, 129, 130, 192, 200, 255, 257, 288, 300};
@@ -358,14 +345,4 @@ static void test_seeds_eager(void) {
   CHECK_INT(bad, 0);
 }
 
-int main(void) {
-  test_plans_examples();
-  test_plans_consistent();
-  test_pieces();
-  test_ops();
-  test_rounds();
-  test_volume();
-  test_matrix();
-  test_seeds_eager();
-  return TEST_DONE();
-}
+TEST_MAIN(TEST(test_plans_examples), TEST(test_plans_consistent), TEST(test_pieces), TEST(test_ops), TEST(test_rounds), TEST(test_volume), TEST(test_matrix), TEST(test_seeds_eager))

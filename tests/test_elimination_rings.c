@@ -73,24 +73,12 @@ static void test_plan(void) {
 static int run_case(redcoll_coll coll, int p, size_t count, int root, check_op op,
                     size_t threshold, int in_place, size_t eager, uint64_t seed,
                     check_result *res) {
-  check_case tc;
-  check_case_init(&tc);
-  tc.coll = coll;
-  tc.algo = REDCOLL_ALGO_ELIMINATION_RINGS;
-  tc.p = p;
-  tc.count = count;
-  tc.root = root;
-  tc.op = op;
+  check_case tc =
+      check_case_make(coll, REDCOLL_ALGO_ELIMINATION_RINGS, p, count, root, op, in_place);
   tc.threshold = threshold;
-  tc.in_place = in_place;
   tc.mock.eager_limit = eager;
   tc.mock.seed = seed;
-  int rc = check_run(&tc, res);
-  if (rc != 0 || !res->ok)
-    fprintf(stderr, "%s p=%d count=%zu root=%d op=%d th=%zu in_place=%d eager=%zu: %s\n",
-            redcoll_coll_name(coll), p, count, root, (int)op, threshold, in_place, eager,
-            res->error);
-  return rc == 0 && res->ok;
+  return check_run_report(&tc, res);
 }
 
 /* m <= b: the plan's rounds, exactly; ceil(log2 p) for 3 2^n and 9 2^n. */
@@ -204,11 +192,4 @@ static void test_seeds_eager(void) {
   CHECK_INT(bad, 0);
 }
 
-int main(void) {
-  test_plan();
-  test_rounds();
-  test_volume();
-  test_matrix();
-  test_seeds_eager();
-  return TEST_DONE();
-}
+TEST_MAIN(TEST(test_plan), TEST(test_rounds), TEST(test_volume), TEST(test_matrix), TEST(test_seeds_eager))

@@ -2,7 +2,7 @@
 #include "internal.h"
 #include "test.h"
 
-int main(void) {
+static void names_and_tables(void) {
   CHECK_INT(REDCOLL_OK, 0);
   int codes[] = {REDCOLL_EINVAL, REDCOLL_ENOMEM, REDCOLL_ETRANSPORT, REDCOLL_ETIMEDOUT,
                  REDCOLL_EMISMATCH, REDCOLL_EABORTED, REDCOLL_EPROTO, REDCOLL_ENOTSUP,
@@ -50,5 +50,6 @@ int main(void) {
   CHECK_INT(redcoll_algo_supported(REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_AUTO), 1);
   CHECK_INT(redcoll_algo_accepts_noncommutative(REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_LINEAR), 1);
   CHECK_INT(redcoll_algo_supported(REDCOLL_COLL_BARRIER, REDCOLL_ALGO_RING_SEQUENTIAL), 0);
-  return TEST_DONE();
 }
+
+TEST_MAIN(TEST(names_and_tables))

@@ -646,16 +646,11 @@ static void test_timeout(void) {
   }
 }
 
-int main(void) {
+int main(int argc, char **argv) {
   /* The log (stderr) names the peers; tests capture it around some runs. */
   setenv("REDCOLL_LOG_LEVEL", "error", 1);
-  double t0 = now_s();
-  test_abort();
-  test_abort_without_op();
-  test_sequence_mismatch();
-  test_mismatch();
-  test_timeout();
-  test_fault_matrix();
-  printf("total %.1f s\n", now_s() - t0);
-  return TEST_DONE();
+  static const test_case cases[] = {TEST(test_abort),    TEST(test_abort_without_op),
+                                    TEST(test_sequence_mismatch), TEST(test_mismatch),
+                                    TEST(test_timeout),  TEST(test_fault_matrix)};
+  return test_main(cases, sizeof cases / sizeof cases[0], argc, argv);
 }

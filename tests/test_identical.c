@@ -187,12 +187,11 @@ static void reported_case(void) {
   CHECK_INT(j.ran, REDCOLL_ALGO_CIRCULANT);
 }
 
-int main(void) {
+static void auto_every_dtype_and_op(void) {
   redcoll_op *user = NULL;
   CHECK_INT(redcoll_op_create(user_fsum, 8, 1, NULL, &user), REDCOLL_OK);
   auto_identical(user);
-  forced_algorithms();
-  reported_case();
   redcoll_op_destroy(user);
-  return TEST_DONE();
 }
+
+TEST_MAIN(TEST(auto_every_dtype_and_op), TEST(forced_algorithms), TEST(reported_case))

@@ -889,16 +889,4 @@ static void test_half_sampled(void) {
 #endif
 }
 
-int main(void) {
-  test_ops_and_dtypes();
-  test_half_cases();
-  test_half_exhaustive();
-  test_half_sampled();
-  test_all_pairs();
-  test_invalid_pairs();
-  test_buffer_args();
-  test_wraparound();
-  test_float_minmax();
-  test_user_op();
-  return TEST_DONE();
-}
+TEST_MAIN(TEST(test_ops_and_dtypes), TEST(test_half_cases), TEST(test_half_exhaustive), TEST(test_half_sampled), TEST(test_all_pairs), TEST(test_invalid_pairs), TEST(test_buffer_args), TEST(test_wraparound), TEST(test_float_minmax), TEST(test_user_op))

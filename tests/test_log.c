@@ -19,12 +19,12 @@ static int rank_main(redcoll_comm *c, void *arg) {
   return rc;
 }
 
-int main(void) {
+static void debug_line_per_call(void) {
   setenv("REDCOLL_LOG_LEVEL", "debug", 1);
   char path[] = "/tmp/redcoll-log-XXXXXX";
   int fd = mkstemp(path);
   CHECK(fd >= 0);
-  if (fd < 0) return TEST_DONE();
+  if (fd < 0) return;
   fflush(stderr);
   int saved = dup(2);
   dup2(fd, 2);
@@ -51,5 +51,6 @@ int main(void) {
   unlink(path);
   CHECK_INT(auto_lines, 3); /* one per rank */
   CHECK_INT(forced_lines, 3);
-  return TEST_DONE();
 }
+
+TEST_MAIN(TEST(debug_line_per_call))

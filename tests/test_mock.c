@@ -952,20 +952,4 @@ static void test_scale(void) {
   free(st);
 }
 
-int main(void) {
-  test_defaults_and_args();
-  test_pair_clocks();
-  test_ring3();
-  test_chain_rounds();
-  test_eager();
-  test_fifo_zero();
-  test_mismatch();
-  test_deadlock();
-  test_abort();
-  test_fault();
-  test_determinism();
-  test_dot();
-  test_core();
-  test_scale();
-  return TEST_DONE();
-}
+TEST_MAIN(TEST(test_defaults_and_args), TEST(test_pair_clocks), TEST(test_ring3), TEST(test_chain_rounds), TEST(test_eager), TEST(test_fifo_zero), TEST(test_mismatch), TEST(test_deadlock), TEST(test_abort), TEST(test_fault), TEST(test_determinism), TEST(test_dot), TEST(test_core), TEST(test_scale))

@@ -308,16 +308,8 @@ static int runs;
 
 static void run_case(const algo_case *ac, int p, size_t count, int root, check_op op,
                      int in_place) {
-  check_case tc;
   check_result res;
-  check_case_init(&tc);
-  tc.coll = ac->coll;
-  tc.algo = ac->algo;
-  tc.p = p;
-  tc.count = count;
-  tc.root = root;
-  tc.op = op;
-  tc.in_place = in_place;
+  check_case tc = check_case_make(ac->coll, ac->algo, p, count, root, op, in_place);
   tc.mock.eager_limit = 0;
   check_run(&tc, &res);
   runs++;
@@ -496,16 +488,6 @@ static void test_costs(void) {
              (cost){13, n * 30 / 8, n * 9 / 8});
 }
 
-int main(void) {
-  test_ranges();
-  test_removed_ranks();
-  test_root_swap();
-  test_tree();
-  test_gather_roles();
-  test_blocks();
-  test_chunks();
-  test_matrix();
-  test_costs();
-  printf("%d simulator runs\n", runs);
-  return TEST_DONE();
-}
+TEST_MAIN(TEST(test_ranges), TEST(test_removed_ranks), TEST(test_root_swap), TEST(test_tree),
+          TEST(test_gather_roles), TEST(test_blocks), TEST(test_chunks), TEST(test_matrix),
+          TEST(test_costs))

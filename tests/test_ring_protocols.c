@@ -173,14 +173,7 @@ static int run(check_case *tc, check_result *res) {
 
 static void init(check_case *tc, redcoll_coll coll, redcoll_algo algo, int p, size_t count,
                  int root, check_op op, int in_place) {
-  check_case_init(tc);
-  tc->coll = coll;
-  tc->algo = algo;
-  tc->p = p;
-  tc->count = count;
-  tc->root = root;
-  tc->op = op;
-  tc->in_place = in_place;
+  *tc = check_case_make(coll, algo, p, count, root, op, in_place);
   tc->mock.seed = (uint64_t)p * 1000003u + count * 7u + (uint64_t)root;
 }
 
@@ -344,14 +337,4 @@ static void test_costs(void) {
   }
 }
 
-int main(void) {
-  test_range();
-  test_bruck();
-  test_gather();
-  test_exchange();
-  test_costs();
-  test_random();
-  test_roots();
-  test_all_p();
-  return TEST_DONE();
-}
+TEST_MAIN(TEST(test_range), TEST(test_bruck), TEST(test_gather), TEST(test_exchange), TEST(test_costs), TEST(test_random), TEST(test_roots), TEST(test_all_p))

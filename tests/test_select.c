@@ -428,13 +428,4 @@ static void test_ranks_per_cpu_setting(void) {
   unsetenv("REDCOLL_RANKS_PER_CPU");
 }
 
-int main(void) {
-  test_ranks_per_cpu_costs();
-  test_ranks_per_cpu_setting();
-  test_formulas();
-  test_same_choice();
-  test_choice_respects_operator();
-  test_settings();
-  test_forcing_env();
-  return TEST_DONE();
-}
+TEST_MAIN(TEST(test_ranks_per_cpu_costs), TEST(test_ranks_per_cpu_setting), TEST(test_formulas), TEST(test_same_choice), TEST(test_choice_respects_operator), TEST(test_settings), TEST(test_forcing_env))

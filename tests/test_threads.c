@@ -600,17 +600,19 @@ static void test_runner(void) {
   CHECK_INT(redcoll_threads_run_config(3, &cfg, ok_rank, NULL, NULL), REDCOLL_OK);
 }
 
-int main(void) {
-  CHECK_INT(redcoll_op_create(mat_fn, sizeof(mat2), 0, NULL, &noncomm_op), REDCOLL_OK);
-  test_world_own_threads();
-  test_timeout();
-  test_gone();
-  test_mismatch_writes_nothing();
-  test_runner();
+static void matrix(void) {
   int have_bufs = alloc_bufs() == 0;
   CHECK(have_bufs);
   if (have_bufs) test_matrix();
   free_bufs();
+}
+
+int main(int argc, char **argv) {
+  CHECK_INT(redcoll_op_create(mat_fn, sizeof(mat2), 0, NULL, &noncomm_op), REDCOLL_OK);
+  static const test_case cases[] = {TEST(test_world_own_threads), TEST(test_timeout),
+                                    TEST(test_gone), TEST(test_mismatch_writes_nothing),
+                                    TEST(test_runner), TEST(matrix)};
+  int rc = test_main(cases, sizeof cases / sizeof cases[0], argc, argv);
   redcoll_op_destroy(noncomm_op);
-  return TEST_DONE();
+  return rc;
 }

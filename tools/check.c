@@ -377,6 +377,31 @@ void check_case_init(check_case *tc) {
   redcoll_mock_config_init(&tc->mock);
 }
 
+check_case check_case_make(redcoll_coll coll, redcoll_algo algo, int p, size_t count, int root,
+                           check_op op, int in_place) {
+  check_case tc;
+  check_case_init(&tc);
+  tc.coll = coll;
+  tc.algo = algo;
+  tc.p = p;
+  tc.count = count;
+  tc.root = root;
+  tc.op = op;
+  tc.in_place = in_place;
+  return tc;
+}
+
+int check_run_report(const check_case *tc, check_result *res) {
+  int rc = check_run(tc, res);
+  if (rc == 0 && res->ok) return 1;
+  fprintf(stderr,
+          "%s/%s p=%d count=%zu root=%d op=%d in_place=%d threshold=%zu eager=%zu seed=%llu: %s\n",
+          redcoll_coll_name(tc->coll), redcoll_algo_name(tc->algo), tc->p, tc->count, tc->root,
+          (int)tc->op, tc->in_place, tc->threshold, tc->mock.eager_limit,
+          (unsigned long long)tc->mock.seed, res->error);
+  return 0;
+}
+
 static int close_enough(const double *a, const double *b, size_t n) {
   for (size_t i = 0; i < n; i++) {
     double d = fabs(a[i] - b[i]), m = fabs(b[i]) > 1 ? fabs(b[i]) : 1;

@@ -57,6 +57,14 @@ void check_case_init(check_case *tc);
 /* Runs and verifies.  Returns 0 when res->ok, -1 otherwise. */
 int check_run(const check_case *tc, check_result *res);
 
+/* The case most tests build: check_case_init's defaults with these fields
+ * set. */
+check_case check_case_make(redcoll_coll coll, redcoll_algo algo, int p, size_t count, int root,
+                           check_op op, int in_place);
+/* check_run, and on failure one line on stderr naming the whole case;
+ * returns 1 when res->ok. */
+int check_run_report(const check_case *tc, check_result *res);
+
 /* The element size of the case's data. */
 size_t check_elem_size(const check_case *tc);
 
