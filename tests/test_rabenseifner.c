@@ -373,14 +373,8 @@ static cost simulate(redcoll_coll coll, redcoll_algo algo, int p, size_t count, 
   cost c;
   double *out[3] = {&c.rounds, &c.volume, &c.reduced};
   for (int w = 0; w < 3; w++) {
-    check_case tc;
     check_result res;
-    check_case_init(&tc);
-    tc.coll = coll;
-    tc.algo = algo;
-    tc.p = p;
-    tc.count = count;
-    tc.root = root;
+    check_case tc = check_case_make(coll, algo, p, count, root, CHECK_OP_SUM, 0);
     tc.mock.alpha = w == 0;
     tc.mock.beta = w == 1;
     tc.mock.gamma = w == 2;

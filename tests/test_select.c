@@ -23,13 +23,8 @@
  * model, or -1 if the run failed. */
 static double sim_time(redcoll_coll coll, redcoll_algo algo, int p, size_t count, size_t thr,
                        const redcoll__cost_model *cm) {
-  check_case tc;
   check_result res;
-  check_case_init(&tc);
-  tc.coll = coll;
-  tc.algo = algo;
-  tc.p = p;
-  tc.count = count;
+  check_case tc = check_case_make(coll, algo, p, count, 0, CHECK_OP_SUM, 0);
   tc.dtype = REDCOLL_UINT8;
   tc.threshold = thr;
   tc.mock.alpha = cm->alpha;
