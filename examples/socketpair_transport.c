@@ -88,7 +88,7 @@ static int sp_recv(void *impl, int src, uint64_t tag, void *buf, size_t len) {
 static void sp_destroy(void *impl) { free(impl); }
 
 static const redcoll_transport_ops sp_ops = {
-    .version = REDCOLL_TRANSPORT_VERSION,
+    .version = 2,
     .send = sp_send, .recv = sp_recv, .sendrecv = sp_sendrecv,
     .destroy = sp_destroy, /* charge and abort are optional */
 };

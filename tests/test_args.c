@@ -29,7 +29,7 @@ static int rec_sendrecv(void *impl, int dst, uint64_t stag, const void *sbuf, si
 }
 static void rec_destroy(void *impl) { ((rec *)impl)->destroyed++; }
 
-static const redcoll_transport_ops rec_ops = {.version = REDCOLL_TRANSPORT_VERSION,
+static const redcoll_transport_ops rec_ops = {.version = 2,
                                              .send = rec_send,
                                              .recv = rec_recv,
                                              .sendrecv = rec_sendrecv,
@@ -264,6 +264,64 @@ static void alias_rules(void) {
   redcoll_op_destroy(noncomm);
 }
 
+/* A version 3 transport: exchange and info instead of send, recv and
+ * sendrecv; the core owns the deadline. */
+static int v3_exchange(void *impl, const redcoll_transport_ctx *ctx, const redcoll_transport_msg *s,
+                       const redcoll_transport_msg *r) {
+  ((rec *)impl)->calls++;
+  return REDCOLL_ETRANSPORT;
+}
+static char v3_name[16] = "mine";
+static int v3_info(void *impl, redcoll_transport_info *info) {
+  memcpy(info->name, v3_name, sizeof info->name);
+  info->alpha = 7e-6;
+  info->beta = 2e-9;
+  info->gamma = 3e-10;
+  info->ranks_per_cpu = 2;
+  return REDCOLL_OK;
+}
+
+static void version3(void) {
+  redcoll_transport_ops v3 = {.version = 3, .destroy = rec_destroy, .info = v3_info,
+                              .exchange = v3_exchange};
+  redcoll_comm *c = NULL;
+  state.destroyed = 0;
+  CHECK_INT(redcoll_comm_create(&v3, &state, 0, 4, &c), REDCOLL_OK);
+  double a, b, g, f;
+  CHECK_INT(redcoll_comm_get_cost_model(c, &a, &b, &g), REDCOLL_OK);
+  CHECK_DBL(a, 7e-6); /* the transport's defaults */
+  CHECK_DBL(b, 2e-9);
+  CHECK_DBL(g, 3e-10);
+  CHECK_INT(redcoll_comm_get_ranks_per_cpu(c, &f), REDCOLL_OK);
+  CHECK_DBL(f, 2);
+  CHECK_INT(redcoll_comm_set_timeout(c, 50), REDCOLL_OK); /* the core measures it */
+  CHECK_INT(redcoll_comm_get_timeout(c), 50);
+  double x[4] = {1, 2, 3, 4}, y[4];
+  state.calls = 0;
+  CHECK_INT(redcoll_allreduce(c, x, y, 4, REDCOLL_FLOAT64, REDCOLL_SUM), REDCOLL_ETRANSPORT);
+  CHECK_INT(state.calls, 1);
+  redcoll_comm_destroy(c);
+  CHECK_INT(state.destroyed, 1);
+  /* Required members of version 3, and a name that is not a string. */
+  redcoll_transport_ops bad = v3;
+  bad.exchange = NULL;
+  CHECK_INT(redcoll_comm_create(&bad, &state, 0, 4, &c), REDCOLL_EINVAL);
+  bad = v3;
+  bad.info = NULL;
+  CHECK_INT(redcoll_comm_create(&bad, &state, 0, 4, &c), REDCOLL_EINVAL);
+  memset(v3_name, 'x', sizeof v3_name);
+  CHECK_INT(redcoll_comm_create(&v3, &state, 0, 4, &c), REDCOLL_EINVAL);
+  CHECK(c == NULL);
+  CHECK_INT(state.destroyed, 1);
+  strcpy(v3_name, "mine");
+  /* A version 1 struct has no deadline. */
+  redcoll_transport_ops v1 = rec_ops;
+  v1.version = 1;
+  CHECK_INT(redcoll_comm_create(&v1, &state, 0, 4, &c), REDCOLL_OK);
+  CHECK_INT(redcoll_comm_set_timeout(c, 50), REDCOLL_ENOTSUP);
+  redcoll_comm_destroy(c);
+}
+
 /* redcoll_comm_create: on failure impl stays the caller's, whatever the
  * reason (a malformed environment used to destroy it, a bad rank not). */
 static void create_ownership(void) {
@@ -341,4 +399,6 @@ static void tags(void) {
   CHECK_INT(t, redcoll__make_tag(5, REDCOLL_COLL_REDUCE, 100, REDCOLL_FLOAT64, REDCOLL_SUM, 3));
 }
 
-TEST_MAIN(TEST(comm_rules), TEST(collective_rules), TEST(rooted_rules), TEST(alias_rules), TEST(create_ownership), TEST(trivial_calls), TEST(broken_comm), TEST(tags))
+TEST_MAIN(TEST(comm_rules), TEST(collective_rules), TEST(rooted_rules), TEST(alias_rules),
+          TEST(version3), TEST(create_ownership), TEST(trivial_calls), TEST(broken_comm),
+          TEST(tags))

@@ -23,7 +23,7 @@
 #include <stdarg.h>
 #include <time.h>
 
-#include "internal.h"
+#include "raw.h"
 #include "redcoll/mock.h"
 #include "redcoll/threads.h"
 #include "test.h"
@@ -113,16 +113,9 @@ static void rank_fail(conf_arg *a, int rank, int line, const char *fmt, ...) {
                 redcoll_status_name(rc_), redcoll_status_name(want));   \
   } while (0)
 
-static int tsend(redcoll_comm *c, int dst, uint64_t tag, const void *buf, size_t len) {
-  return c->ops->send(c->impl, dst, tag, buf, len);
-}
-static int trecv(redcoll_comm *c, int src, uint64_t tag, void *buf, size_t len) {
-  return c->ops->recv(c->impl, src, tag, buf, len);
-}
-static int tsendrecv(redcoll_comm *c, int dst, uint64_t stag, const void *sbuf, size_t slen, int src,
-                     uint64_t rtag, void *rbuf, size_t rlen) {
-  return c->ops->sendrecv(c->impl, dst, stag, sbuf, slen, src, rtag, rbuf, rlen);
-}
+#define tsend raw_send
+#define trecv raw_recv
+#define tsendrecv raw_exchange
 
 /* The k-th byte of the message number `msg` from src to dst. */
 static uint8_t pat(int src, int dst, int msg, size_t k) {

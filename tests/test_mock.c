@@ -10,22 +10,15 @@
 #include <string.h>
 #include <time.h>
 
-#include "internal.h"
+#include "raw.h"
 #include "redcoll/mock.h"
 #include "test.h"
 
 /* ---- helpers ------------------------------------------------------------ */
 
-static int t_send(redcoll_comm *c, int dst, uint64_t tag, const void *buf, size_t len) {
-  return c->ops->send(c->impl, dst, tag, buf, len);
-}
-static int t_recv(redcoll_comm *c, int src, uint64_t tag, void *buf, size_t len) {
-  return c->ops->recv(c->impl, src, tag, buf, len);
-}
-static int t_sendrecv(redcoll_comm *c, int dst, uint64_t stag, const void *sbuf, size_t slen,
-                      int src, uint64_t rtag, void *rbuf, size_t rlen) {
-  return c->ops->sendrecv(c->impl, dst, stag, sbuf, slen, src, rtag, rbuf, rlen);
-}
+#define t_send raw_send
+#define t_recv raw_recv
+#define t_sendrecv raw_exchange
 static void t_charge(redcoll_comm *c, size_t bytes) { c->ops->charge(c->impl, bytes); }
 static void t_abort(redcoll_comm *c, int status) { c->ops->abort(c->impl, status); }
 

@@ -3,6 +3,14 @@
  * a redcoll_transport_ops and passing it with your state to
  * redcoll_comm_create().  docs/transports.md walks through an example.
  *
+ * Versions.  Version 3 (REDCOLL_TRANSPORT_VERSION) is what new transports
+ * implement: one full-duplex member, exchange, instead of send, recv and
+ * sendrecv; a context with every call that carries the collective's
+ * deadline (the core measures it, on the transport's clock); and an info
+ * member through which the transport names itself and proposes its default
+ * cost model.  Structs of versions 1 and 2 are still accepted and driven
+ * through their send, recv and sendrecv members.
+ *
  * Threading: the core calls a transport from the one thread that is running
  * a collective on the communicator; members are never called concurrently
  * for the same impl.  Members must not call back into redcoll.
@@ -20,14 +28,64 @@
 extern "C" {
 #endif
 
-/* Version 2 added set_timeout.  A version 1 struct (without it) is still
- * accepted: the core then reads no member past destroy. */
-#define REDCOLL_TRANSPORT_VERSION 2
+/* Version 2 added set_timeout, version 3 info, now and exchange.  The core
+ * reads no member past the last one of the struct's version. */
+#define REDCOLL_TRANSPORT_VERSION 3
+
+/* What a version 3 transport says about itself (the info member). */
+typedef struct redcoll_transport_info {
+  /* Its name, at most 15 characters ("" for none): the entry of a tuning
+   * file that applies to it (redcoll-tune writes them), and the name in
+   * logs. */
+  char name[16];
+  /* The cost model AUTO starts from unless the application, the
+   * environment or a tuning file sets one (redcoll_comm_set_cost_model):
+   * alpha seconds per message, beta per byte sent, gamma per byte reduced.
+   * All 0: the library's default, a commodity cluster. */
+  double alpha, beta, gamma;
+  /* How many ranks share one CPU on the busiest host, the same number on
+   * every rank (redcoll_comm_set_ranks_per_cpu); 0 or 1: none, or unknown. */
+  double ranks_per_cpu;
+  /* Capabilities beyond the required members; no bits are defined yet:
+   * leave 0.  Later versions add bits (several channels over one transport
+   * object; posting and progress without blocking) together with the
+   * members that use them. */
+  unsigned caps;
+} redcoll_transport_info;
+
+/* The context of one exchange call (version 3). */
+typedef struct redcoll_transport_ctx {
+  /* The collective's deadline on the transport's own clock (the now
+   * member), in nanoseconds; UINT64_MAX: none.  A call still waiting at the
+   * deadline returns REDCOLL_ETIMEDOUT.  A transport also keeps its own
+   * bound on one wait, if it has one. */
+  uint64_t deadline_ns;
+  /* The collective the call belongs to: its sequence number on the
+   * communicator (the first is 1), the high 24 bits of which are also in
+   * the tag; 0 for a call outside any collective.  For diagnostics. */
+  uint64_t collective;
+  /* The channel the messages belong to; 0, the only channel today.
+   * Reserved for several communicators over one transport object. */
+  uint32_t channel;
+  uint32_t reserved; /* 0 */
+} redcoll_transport_ctx;
+
+/* One side of an exchange: the message to send to peer, or the message to
+ * receive from peer. */
+typedef struct redcoll_transport_msg {
+  int peer;      /* never the caller's own rank */
+  uint64_t tag;  /* the collective's tag */
+  void *buf;     /* const for the sent side: never written */
+  size_t len;    /* may be 0 */
+} redcoll_transport_msg;
 
 typedef struct redcoll_transport_ops {
-  /* REDCOLL_TRANSPORT_VERSION (or 1 for a struct that ends at destroy);
-   * lets the struct grow later. */
+  /* REDCOLL_TRANSPORT_VERSION, or 1 or 2 for a struct of an earlier
+   * version; lets the struct grow. */
   unsigned version;
+
+  /* Versions 1 and 2: send, recv and sendrecv are required.  Version 3:
+   * leave them NULL (exchange replaces them; the core ignores them). */
 
   /* Blocks until len bytes of buf have been handed to rank dst with tag, or
    * until the matching receive has been posted (a transport may choose
@@ -36,18 +94,17 @@ typedef struct redcoll_transport_ops {
    * own rank.  Messages from one rank to another arrive in the order sent.
    * Errors: REDCOLL_ETRANSPORT (peer gone), REDCOLL_ETIMEDOUT,
    * REDCOLL_EABORTED (a peer aborted), REDCOLL_EMISMATCH, REDCOLL_EDEADLOCK
-   * (simulator). Required. */
+   * (simulator). */
   int (*send)(void *impl, int dst, uint64_t tag, const void *buf, size_t len);
 
   /* Blocks until the next message from rank src has been received into buf.
    * If that message carries another tag or another length, fails with
-   * REDCOLL_EMISMATCH and writes nothing beyond len bytes of buf.
-   * Required. */
+   * REDCOLL_EMISMATCH and writes nothing beyond len bytes of buf. */
   int (*recv)(void *impl, int src, uint64_t tag, void *buf, size_t len);
 
   /* Full duplex: sends sbuf to dst and receives rbuf from src, both
    * progressing at once (neither may wait for the other to finish); dst and
-   * src may differ.  Same rules as send and recv.  Required. */
+   * src may differ.  Same rules as send and recv. */
   int (*sendrecv)(void *impl, int dst, uint64_t stag, const void *sbuf, size_t slen, int src,
                   uint64_t rtag, void *rbuf, size_t rlen);
 
@@ -70,9 +127,36 @@ typedef struct redcoll_transport_ops {
    * names the peer the call was waiting for.  0 means no deadline: back to
    * the transport's own timeout, which bounds every wait in any case.
    * Returns REDCOLL_OK or an error that redcoll_comm_set_timeout passes on.
-   * Without this member (and outside the simulator) redcoll_comm_set_timeout
-   * returns REDCOLL_ENOTSUP. */
+   * Without this member redcoll_comm_set_timeout returns REDCOLL_ENOTSUP.
+   * Version 2 only: a version 3 transport gets the deadline with every call
+   * and leaves this NULL. */
   int (*set_timeout)(void *impl, uint64_t ms);
+
+  /* ---- version 3 ---- */
+
+  /* Fills *info (zeroed by the core first).  Called once, when the
+   * communicator is created.  Required. */
+  int (*info)(void *impl, redcoll_transport_info *info);
+
+  /* The transport's clock in nanoseconds, which deadlines are measured on
+   * (the simulator's virtual time, a wall clock elsewhere).  Optional:
+   * NULL means CLOCK_MONOTONIC. */
+  uint64_t (*now)(void *impl);
+
+  /* Sends *send (if not NULL) to send->peer and receives the next message
+   * from recv->peer (if not NULL) into recv->buf, both directions
+   * progressing at once, and returns when both are done; at least one is
+   * not NULL, and the two peers may differ.  A send may return once its
+   * bytes are handed over, or wait for the matching receive (algorithms are
+   * correct under either).  Messages from one rank to another arrive in
+   * the order sent.  If the next message from recv->peer carries another
+   * tag or length: REDCOLL_EMISMATCH, and nothing written beyond recv->len
+   * bytes.  Errors: REDCOLL_ETRANSPORT (peer gone), REDCOLL_ETIMEDOUT (past
+   * ctx->deadline_ns or the transport's own bound on a wait),
+   * REDCOLL_EABORTED (a peer aborted), REDCOLL_EMISMATCH, REDCOLL_EPROTO,
+   * REDCOLL_EDEADLOCK (simulator).  Required. */
+  int (*exchange)(void *impl, const redcoll_transport_ctx *ctx, const redcoll_transport_msg *send,
+                  const redcoll_transport_msg *recv);
 } redcoll_transport_ops;
 
 #ifdef __cplusplus

@@ -96,6 +96,7 @@ static int run(redcoll__call *call) {
   if (e == NULL) return REDCOLL_ENOTSUP;
   c->last_algo = a;
   c->tag = redcoll__make_tag(c->seq++, call->coll, call->count, call->dtype, call->op, call->root);
+  redcoll__comm_start_deadline(c);
   c->cur = call; /* so that failure reports can show the whole call */
   int debug = redcoll__log_level() >= 3;
   double t0 = debug ? now_us() : 0;

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "internal.h"
 
@@ -57,10 +58,27 @@ void redcoll__log(int level, const char *fmt, ...) {
   va_end(ap);
 }
 
+/* The members the struct's version requires. */
 static int ops_valid(const redcoll_transport_ops *ops) {
-  return ops != NULL && (ops->version == 1 || ops->version == REDCOLL_TRANSPORT_VERSION) &&
-         ops->send != NULL &&
-         ops->recv != NULL && ops->sendrecv != NULL && ops->destroy != NULL;
+  if (ops == NULL || ops->destroy == NULL) return 0;
+  if (ops->version == 1 || ops->version == 2)
+    return ops->send != NULL && ops->recv != NULL && ops->sendrecv != NULL;
+  return ops->version == 3 && ops->info != NULL && ops->exchange != NULL;
+}
+
+/* Asks a version 3 transport about itself; checks the name. */
+static int ask_info(redcoll_comm *c) {
+  if (c->ops->version < 3) return REDCOLL_OK;
+  int rc = c->ops->info(c->impl, &c->info);
+  if (rc != REDCOLL_OK) return rc;
+  if (memchr(c->info.name, '\0', sizeof c->info.name) == NULL) {
+    redcoll__log(0, "rank %d: the transport's name is not a string of at most 15 characters",
+                 c->rank);
+    return REDCOLL_EINVAL;
+  }
+  if (c->info.name[0] != '\0') redcoll_comm_set_transport_name(c, c->info.name);
+  redcoll__comm_set_ranks_per_cpu_detected(c, c->info.ranks_per_cpu);
+  return REDCOLL_OK;
 }
 
 /* REDCOLL_ALGO_<COLL>=name forces an algorithm; an unknown or unsupported
@@ -113,7 +131,9 @@ REDCOLL_API int redcoll_comm_create(const redcoll_transport_ops *ops, void *impl
   c->threshold = REDCOLL_DEFAULT_THRESHOLD;
   c->last_algo = REDCOLL_ALGO_AUTO;
   c->results = REDCOLL_RESULTS_IDENTICAL;
-  int rc = algos_from_env(c);
+  c->deadline_ns = UINT64_MAX;
+  int rc = ask_info(c);
+  if (rc == REDCOLL_OK) rc = algos_from_env(c);
   if (rc == REDCOLL_OK) rc = results_from_env(c);
   if (rc != REDCOLL_OK) {
     free(c);
@@ -194,15 +214,30 @@ void *redcoll__scratch(redcoll_comm *c, int which, size_t bytes) {
 
 REDCOLL_API int redcoll_comm_set_timeout(redcoll_comm *c, uint64_t ms) {
   if (c == NULL) return REDCOLL_EINVAL;
-  if (c->ops->version >= 2 && c->ops->set_timeout != NULL) {
-    /* The transport measures the deadline itself. */
+  if (c->ops->version == 2 && c->ops->set_timeout != NULL) {
+    /* A version 2 transport measures the deadline itself. */
     int rc = c->ops->set_timeout(c->impl, ms);
     if (rc != REDCOLL_OK) return rc;
-  } else if (!c->timeout_ok) {
+  } else if (c->ops->version < 3) {
     return REDCOLL_ENOTSUP;
   }
   c->timeout_ms = ms;
   return REDCOLL_OK;
+}
+
+static uint64_t clock_ns(const redcoll_comm *c) {
+  if (c->ops->now != NULL) return c->ops->now(c->impl);
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void redcoll__comm_start_deadline(redcoll_comm *c) {
+  c->deadline_ns = UINT64_MAX;
+  if (c->ops->version < 3 || c->timeout_ms == 0) return;
+  uint64_t now = clock_ns(c), span = c->timeout_ms;
+  span = span > (UINT64_MAX - now) / 1000000u ? UINT64_MAX - now : span * 1000000u;
+  c->deadline_ns = now + span;
 }
 
 REDCOLL_API uint64_t redcoll_comm_get_timeout(const redcoll_comm *c) {
@@ -267,19 +302,35 @@ static int fail_io(redcoll_comm *c, int status, int dst, int src) {
   return fail_with(c, status, what);
 }
 
+/* One exchange with the running collective's tag and deadline: through a
+ * version 3 transport's exchange member, or an earlier version's send,
+ * recv or sendrecv.  dst or src < 0: that side is absent. */
+static int exchange(redcoll_comm *c, int dst, const void *sbuf, size_t slen, int src, void *rbuf,
+                    size_t rlen) {
+  const redcoll_transport_ops *o = c->ops;
+  if (o->version >= 3) {
+    redcoll_transport_ctx ctx = {c->deadline_ns, c->seq, 0, 0};
+    redcoll_transport_msg s = {dst, c->tag, (void *)sbuf, slen}, r = {src, c->tag, rbuf, rlen};
+    return o->exchange(c->impl, &ctx, dst >= 0 ? &s : NULL, src >= 0 ? &r : NULL);
+  }
+  if (src < 0) return o->send(c->impl, dst, c->tag, sbuf, slen);
+  if (dst < 0) return o->recv(c->impl, src, c->tag, rbuf, rlen);
+  return o->sendrecv(c->impl, dst, c->tag, sbuf, slen, src, c->tag, rbuf, rlen);
+}
+
 int redcoll__send(redcoll_comm *c, int dst, const void *buf, size_t len) {
-  int rc = c->ops->send(c->impl, dst, c->tag, buf, len);
+  int rc = exchange(c, dst, buf, len, -1, NULL, 0);
   return rc == REDCOLL_OK ? rc : fail_io(c, rc, dst, -1);
 }
 
 int redcoll__recv(redcoll_comm *c, int src, void *buf, size_t len) {
-  int rc = c->ops->recv(c->impl, src, c->tag, buf, len);
+  int rc = exchange(c, -1, NULL, 0, src, buf, len);
   return rc == REDCOLL_OK ? rc : fail_io(c, rc, -1, src);
 }
 
 int redcoll__sendrecv(redcoll_comm *c, int dst, const void *sbuf, size_t slen, int src, void *rbuf,
                       size_t rlen) {
-  int rc = c->ops->sendrecv(c->impl, dst, c->tag, sbuf, slen, src, c->tag, rbuf, rlen);
+  int rc = exchange(c, dst, sbuf, slen, src, rbuf, rlen);
   return rc == REDCOLL_OK ? rc : fail_io(c, rc, dst, src);
 }
 

@@ -71,8 +71,10 @@ struct redcoll_comm {
   size_t threshold;                      /* butterfly block threshold b, bytes */
   int error;                             /* first error; then broken */
   uint64_t timeout_ms;                   /* per-collective deadline; 0: none */
-  int timeout_ok;                        /* the transport honours timeout_ms
-                                          * (set by the mock's runner) */
+  uint64_t deadline_ns;                  /* of the running collective on the
+                                          * transport's clock (version 3);
+                                          * UINT64_MAX: none */
+  redcoll_transport_info info;           /* what a version 3 transport said */
   const struct redcoll__call *cur;       /* the collective running now, for
                                           * error logs; NULL if not known */
   void *scratch[2];
@@ -96,6 +98,9 @@ struct redcoll_comm {
 /* The transport's count of ranks per CPU (select.c); every rank must
  * report the same. */
 void redcoll__comm_set_ranks_per_cpu_detected(redcoll_comm *c, double ranks_per_cpu);
+/* At the start of each collective: its deadline on the transport's clock
+ * from the communicator's timeout (version 3 transports). */
+void redcoll__comm_start_deadline(redcoll_comm *c);
 
 /* Everything an algorithm needs to know about one collective call, checked
  * and resolved: sendbuf is never REDCOLL_IN_PLACE (in place, it equals

@@ -122,17 +122,25 @@ int redcoll__tuning_read(const char *path, const char *transport, redcoll__cost_
 
 /* ---- the communicator's model ------------------------------------------ */
 
+/* The transport's own default (a version 3 transport's info), else the
+ * built-in one for its name. */
+static redcoll__cost_model transport_default(const redcoll_comm *c, const char *tname) {
+  const redcoll_transport_info *i = &c->info;
+  if (i->alpha > 0 || i->beta > 0 || i->gamma > 0) return (redcoll__cost_model){i->alpha, i->beta, i->gamma};
+  return redcoll__cost_default(tname);
+}
+
 int redcoll__cost_resolve(redcoll_comm *c) {
   if (c->cost_state != 0) return REDCOLL_OK;
   const char *tname = c->transport_name[0] ? c->transport_name : NULL;
-  redcoll__cost_model cm = redcoll__cost_default(tname);
+  redcoll__cost_model cm = transport_default(c, tname);
   int rc = REDCOLL_OK;
   const char *env = getenv("REDCOLL_COST_MODEL");
   const char *file = getenv("REDCOLL_TUNING_FILE");
   if (env != NULL && *env != '\0') {
     if (parse_triple(env, &cm) != REDCOLL_OK) {
       redcoll__log(0, "REDCOLL_COST_MODEL=%s: expected alpha,beta,gamma (seconds, >= 0)", env);
-      cm = redcoll__cost_default(tname);
+      cm = transport_default(c, tname);
       rc = REDCOLL_EINVAL;
     }
   } else if (file != NULL && *file != '\0') {
@@ -141,7 +149,7 @@ int redcoll__cost_resolve(redcoll_comm *c) {
       redcoll__log(2, "tuning file %s: no entry for %s, defaults used", file,
                    tname ? tname : "this transport");
     } else if (r != REDCOLL_OK) {
-      cm = redcoll__cost_default(tname);
+      cm = transport_default(c, tname);
       rc = r;
     }
   }

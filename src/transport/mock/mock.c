@@ -81,9 +81,8 @@ typedef struct mock_rank {
   int started;           /* its coroutine was made */
   int dead;              /* fault injection fired on this rank */
   uint64_t ncalls;
-  redcoll_comm *comm;    /* the rank's communicator, for its deadline */
-  uint64_t ctag;         /* tag of the collective the deadline belongs to */
-  int have_ctag;
+  uint64_t ctag;         /* tag of the current call */
+  int in_coll;           /* the current call belongs to a collective */
   double deadline;       /* of the running collective; INFINITY: none */
   redcoll_mock_stats st;
   /* The call in progress. */
@@ -359,8 +358,8 @@ static int waits_in(const mock_rank *r, uint64_t tag) {
 /* The tag of r's open call if it is the tag of the collective r's core is
  * running (not a raw transport call), else 0. */
 static uint64_t coll_tag(const mock_rank *r) {
-  if (r->state != ST_BLOCKED || r->comm == NULL || r->comm->tag == 0) return 0;
-  return waits_in(r, r->comm->tag) ? r->comm->tag : 0;
+  if (r->state != ST_BLOCKED || !r->in_coll) return 0;
+  return waits_in(r, r->ctag) ? r->ctag : 0;
 }
 
 /* Nothing can move, and a blocked rank r waits for a blocked rank q (to
@@ -754,8 +753,12 @@ static void kill_rank(mock_run *run, mock_rank *f) {
 
 /* ---- the vtable ----------------------------------------------------------------- */
 
-static int mock_call(mock_rank *r, int has_send, int dst, uint64_t stag, const void *sbuf,
-                     size_t slen, int has_recv, int src, uint64_t rtag, void *rbuf, size_t rlen) {
+/* Virtual time runs in units of one millisecond for deadlines. */
+#define MOCK_NS_PER_UNIT 1e6
+
+static int mock_call(mock_rank *r, const redcoll_transport_ctx *ctx, int has_send, int dst, uint64_t stag,
+                     const void *sbuf, size_t slen, int has_recv, int src, uint64_t rtag,
+                     void *rbuf, size_t rlen) {
   mock_run *run = r->run;
   if (has_send && (dst < 0 || dst >= run->p || dst == r->id || (sbuf == NULL && slen > 0)))
     return REDCOLL_EINVAL;
@@ -781,17 +784,11 @@ static int mock_call(mock_rank *r, int has_send, int dst, uint64_t stag, const v
     rc = REDCOLL_ETRANSPORT;
     goto out;
   }
-  /* A new tag is a new collective: its deadline starts now. */
-  uint64_t tag = has_send ? stag : rtag;
-  uint64_t tmo = r->comm != NULL ? r->comm->timeout_ms : 0;
-  if (tmo == 0) {
-    r->deadline = INFINITY;
-    r->have_ctag = 0;
-  } else if (!r->have_ctag || tag != r->ctag) {
-    r->ctag = tag;
-    r->have_ctag = 1;
-    r->deadline = r->clock + (double)tmo;
-  }
+  /* The core measures the collective's deadline on this clock. */
+  r->ctag = has_send ? stag : rtag;
+  r->in_coll = ctx->collective != 0;
+  r->deadline =
+      ctx->deadline_ns == UINT64_MAX ? INFINITY : (double)ctx->deadline_ns / MOCK_NS_PER_UNIT;
   if (r->id == run->cfg.stall_rank && n == run->cfg.stall_after) {
     report_add(run, "rank %d: stalled for %.17g at call %" PRIu64, r->id, run->cfg.stall_time, n);
     r->clock += run->cfg.stall_time;
@@ -813,17 +810,28 @@ out:
   return rc;
 }
 
-static int mock_send(void *impl, int dst, uint64_t tag, const void *buf, size_t len) {
-  return mock_call(impl, 1, dst, tag, buf, len, 0, 0, 0, NULL, 0);
+static int mock_exchange(void *impl, const redcoll_transport_ctx *ctx,
+                         const redcoll_transport_msg *s, const redcoll_transport_msg *v) {
+  if (s == NULL && v == NULL) return REDCOLL_EINVAL;
+  return mock_call(impl, ctx, s != NULL, s ? s->peer : 0, s ? s->tag : 0,
+                   s ? s->buf : NULL, s ? s->len : 0, v != NULL, v ? v->peer : 0, v ? v->tag : 0,
+                   v ? v->buf : NULL, v ? v->len : 0);
 }
 
-static int mock_recv(void *impl, int src, uint64_t tag, void *buf, size_t len) {
-  return mock_call(impl, 0, 0, 0, NULL, 0, 1, src, tag, buf, len);
+static uint64_t mock_now(void *impl) {
+  const mock_rank *r = impl;
+  double ns = r->clock * MOCK_NS_PER_UNIT;
+  return ns >= 1.8e19 ? UINT64_MAX - 1 : (uint64_t)llround(ns);
 }
 
-static int mock_sendrecv(void *impl, int dst, uint64_t stag, const void *sbuf, size_t slen, int src,
-                         uint64_t rtag, void *rbuf, size_t rlen) {
-  return mock_call(impl, 1, dst, stag, sbuf, slen, 1, src, rtag, rbuf, rlen);
+/* The simulator's own cost model is the run's configuration. */
+static int mock_info(void *impl, redcoll_transport_info *info) {
+  const mock_rank *r = impl;
+  strcpy(info->name, "mock");
+  info->alpha = r->run->cfg.alpha;
+  info->beta = r->run->cfg.beta;
+  info->gamma = r->run->cfg.gamma;
+  return REDCOLL_OK;
 }
 
 static void mock_charge(void *impl, size_t bytes) {
@@ -847,13 +855,13 @@ static void mock_abort(void *impl, int status) {
 static void mock_destroy(void *impl) { (void)impl; }
 
 static const redcoll_transport_ops mock_ops = {
-  .version = REDCOLL_TRANSPORT_VERSION,
-  .send = mock_send,
-  .recv = mock_recv,
-  .sendrecv = mock_sendrecv,
+  .version = 3,
   .charge = mock_charge,
   .abort = mock_abort,
   .destroy = mock_destroy,
+  .info = mock_info,
+  .now = mock_now,
+  .exchange = mock_exchange,
 };
 
 /* ---- the run ---------------------------------------------------------------------- */
@@ -868,19 +876,10 @@ static void rank_main(unsigned lo, unsigned hi) {
 #endif
   redcoll_comm *comm = NULL;
   int status = redcoll_comm_create(&mock_ops, r, r->id, run->p, &comm);
-  if (status == REDCOLL_OK) {
-    r->comm = comm;
-    comm->timeout_ok = 1; /* mock_call reads comm->timeout_ms */
-    /* AUTO chooses with the simulator's own cost model unless told otherwise. */
-    redcoll_comm_set_transport_name(comm, "mock");
-    if (getenv("REDCOLL_COST_MODEL") == NULL)
-      redcoll_comm_set_cost_model(comm, run->cfg.alpha, run->cfg.beta, run->cfg.gamma);
-    status = run->fn(comm, run->arg);
-  }
+  if (status == REDCOLL_OK) status = run->fn(comm, run->arg);
   r->st.time = r->clock;
   r->st.rounds = r->rclock;
   r->st.status = status;
-  r->comm = NULL;
   redcoll_comm_destroy(comm);
   r->state = ST_DONE;
   to_scheduler(run, r); /* for good */

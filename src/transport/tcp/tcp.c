@@ -1181,7 +1181,7 @@ static int tcp_set_timeout(void *impl, uint64_t ms) {
 }
 
 static const redcoll_transport_ops tcp_ops = {
-    .version = REDCOLL_TRANSPORT_VERSION,
+    .version = 2,
     .send = tcp_send,
     .recv = tcp_recv,
     .sendrecv = tcp_sendrecv,
