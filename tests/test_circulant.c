@@ -18,7 +18,7 @@
 #include <stdlib.h>
 
 #include "check.h"
-#include "circulant.h"
+#include "algo/circulant/circulant.h"
 #include "internal.h"
 #include "redcoll/mock.h"
 #include "test.h"

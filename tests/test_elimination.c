@@ -7,7 +7,7 @@
  * scripts/elimination_sweep.py.
  */
 #include "check.h"
-#include "elimination.h"
+#include "algo/elimination/elimination.h"
 #include "test.h"
 
 static const redcoll_algo algos[] = {REDCOLL_ALGO_ELIMINATION, REDCOLL_ALGO_ELIMINATION_NONOVERLAP,

@@ -8,7 +8,7 @@
  * Every p of 1..130 with every root is scripts/elimination_sweep.py.
  */
 #include "check.h"
-#include "elimination.h"
+#include "algo/elimination/elimination.h"
 #include "test.h"
 
 static int ceil_log2(int p) {

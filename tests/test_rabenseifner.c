@@ -15,7 +15,7 @@
 #include <math.h>
 
 #include "check.h"
-#include "rabenseifner.h"
+#include "algo/rabenseifner/rabenseifner.h"
 #include "test.h"
 
 /* ---- 1. schedules --------------------------------------------------------- */

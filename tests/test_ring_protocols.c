@@ -15,7 +15,7 @@
 #include <math.h>
 
 #include "check.h"
-#include "ring_protocols.h"
+#include "algo/elimination/table1_rings.h"
 #include "internal.h"
 #include "test.h"
 

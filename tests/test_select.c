@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "cost.h"
+#include "select/cost.h"
 #include "redcoll/mock.h"
 #include "test.h"
 

@@ -194,7 +194,7 @@ extern const redcoll__algo_entry redcoll__algos_binary_tree[];
 extern const redcoll__algo_entry redcoll__algos_barrier[];
 extern const redcoll__algo_entry redcoll__algos_elimination[];
 extern const redcoll__algo_entry redcoll__algos_elimination_rings[];
-extern const redcoll__algo_entry redcoll__algos_ring_protocols[];
+extern const redcoll__algo_entry redcoll__algos_table1_rings[];
 extern const redcoll__algo_entry redcoll__algos_recursive_doubling[];
 extern const redcoll__algo_entry redcoll__algos_halving_doubling[];
 extern const redcoll__algo_entry redcoll__algos_binary_blocks[];

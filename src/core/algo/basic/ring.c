@@ -30,7 +30,7 @@
  * to 1.  Now 0 holds A, 1 B, 2 C reduced; two ring steps give everyone all.
  */
 #include "internal.h"
-#include "rabenseifner.h"
+#include "algo/rabenseifner/rabenseifner.h"
 
 /* Reduce-scatter into acc (chunk `rank` of the result). */
 static int ring_reduce_scatter(const redcoll__call *call, char *acc, char *tmp) {

@@ -7,7 +7,7 @@ static const redcoll__algo_entry *const families[] = {
     redcoll__algos_barrier,
     redcoll__algos_elimination,
     redcoll__algos_elimination_rings,
-    redcoll__algos_ring_protocols,
+    redcoll__algos_table1_rings,
     redcoll__algos_recursive_doubling,
     redcoll__algos_halving_doubling,
     redcoll__algos_binary_blocks,

@@ -55,7 +55,7 @@
  */
 #include <stdlib.h>
 
-#include "circulant.h"
+#include "algo/circulant/circulant.h"
 #include "internal.h"
 
 /* ---- pure schedule functions -------------------------------------------- */

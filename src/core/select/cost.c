@@ -27,8 +27,8 @@
  */
 #include <math.h>
 
-#include "cost.h"
-#include "elimination.h"
+#include "select/cost.h"
+#include "algo/elimination/elimination.h"
 
 /* ---- small arithmetic -------------------------------------------------- */
 

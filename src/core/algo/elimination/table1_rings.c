@@ -5,7 +5,7 @@
  * ((v0 + v1) + v2) + ... + v_{p-1}, for every element on every rank, by
  * postponing every reduction until all operands of an element are present
  * at the rank that reduces it.  Non-commutative operators are fine.
- * m is the vector in bytes; alpha, beta, gamma as in DESIGN.md.
+ * m is the vector in bytes; alpha, beta, gamma as in the simulator's cost model
  *
  * allgather_reduce ("Ring, latency-optimal"):
  *   allreduce: every rank gathers all p input vectors with the dissemination
@@ -60,7 +60,7 @@
  * ranks: step 1 rank 0 -> 2 (B), step 2 rank 1 -> 2 (C), each range landing
  * contiguously in the root's recvbuf.
  */
-#include "ring_protocols.h"
+#include "algo/elimination/table1_rings.h"
 
 #include "internal.h"
 
@@ -342,7 +342,7 @@ static int reduce_ring_sequential(const redcoll__call *call) {
   return REDCOLL_OK;
 }
 
-const redcoll__algo_entry redcoll__algos_ring_protocols[] = {
+const redcoll__algo_entry redcoll__algos_table1_rings[] = {
     {REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_ALLGATHER_REDUCE, allreduce_allgather_reduce, 0},
     {REDCOLL_COLL_REDUCE, REDCOLL_ALGO_ALLGATHER_REDUCE, reduce_allgather_reduce, 0},
     {REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_RING_SEQUENTIAL, allreduce_ring_sequential, 0},

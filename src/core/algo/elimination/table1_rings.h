@@ -1,14 +1,14 @@
 /*
  * Rank arithmetic of the two ring protocols of Table 1 of Rabenseifner and
- * Traeff (2004), allgather_reduce and ring_sequential (ring_protocols.c).
+ * Traeff (2004), allgather_reduce and ring_sequential (table1_rings.c).
  * Pure functions without I/O, so that the unit tests can call them.
  *
  * Blocks: a vector of n elements is cut into p balanced blocks, block b
  * being [redcoll__block_start(n, p, b), redcoll__block_start(n, p, b + 1)).
  * Block ranges are circular: [first, first + nblocks) modulo p.
  */
-#ifndef REDCOLL_RING_PROTOCOLS_H
-#define REDCOLL_RING_PROTOCOLS_H
+#ifndef REDCOLL_TABLE1_RINGS_H
+#define REDCOLL_TABLE1_RINGS_H
 
 #include <stddef.h>
 
@@ -66,4 +66,4 @@ double redcoll__ringp_cost_allgather_reduce(int p, double m, double alpha, doubl
 double redcoll__ringp_cost_ring_sequential(int p, double m, double alpha, double beta,
                                            double gamma);
 
-#endif /* REDCOLL_RING_PROTOCOLS_H */
+#endif /* REDCOLL_TABLE1_RINGS_H */

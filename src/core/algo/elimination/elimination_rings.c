@@ -58,7 +58,7 @@
  * send m/12 each; then rounds 5-6 are the ring's allgather of the blocks and
  * rounds 7-8 reverse the butterflies.
  */
-#include "elimination.h"
+#include "algo/elimination/elimination.h"
 
 /* ---- plan ----------------------------------------------------------------- */
 

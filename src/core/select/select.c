@@ -16,7 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "cost.h"
+#include "select/cost.h"
 
 /* ---- defaults ---------------------------------------------------------- */
 

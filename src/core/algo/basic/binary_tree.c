@@ -29,7 +29,7 @@
  * ((v0+v1)+(v2+v3))+(v4+v5).  Root 0: 1->0, 3->2, 5->4; 2->0; 4->0.
  */
 #include "internal.h"
-#include "rabenseifner.h"
+#include "algo/rabenseifner/rabenseifner.h"
 
 /* The reduction toward root along redcoll__rab_tree.  A rank that receives
  * accumulates in acc and receives into tmp; the root ends with the result in

@@ -50,7 +50,7 @@
  * to 12; each block then runs its allgather.
  */
 #include "internal.h"
-#include "rabenseifner.h"
+#include "algo/rabenseifner/rabenseifner.h"
 
 static int binary_blocks(const redcoll__call *call, int allreduce) {
   redcoll_comm *c = call->comm;

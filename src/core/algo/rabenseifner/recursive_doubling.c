@@ -29,7 +29,7 @@
  * (the whole sum everywhere); then 0->1 and 2->3.
  */
 #include "internal.h"
-#include "rabenseifner.h"
+#include "algo/rabenseifner/rabenseifner.h"
 
 static int allreduce_recursive_doubling(const redcoll__call *call) {
   redcoll_comm *c = call->comm;

@@ -47,7 +47,7 @@
  * ranks 0,2,4,5, and 0->1, 2->3 send it to the removed ranks.
  */
 #include "internal.h"
-#include "rabenseifner.h"
+#include "algo/rabenseifner/rabenseifner.h"
 
 /* Room for `need` incoming elements that overlaps no live data of w, or the
  * scratch buffer; NULL when the data should go straight into w (the rank's

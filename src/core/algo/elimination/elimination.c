@@ -49,7 +49,7 @@
  * 2, 3, 5, 6 hold ((v0+v1)+(v2+v3))+((v4+v5)+v6).  Round 4: 2 -> 0, 3 -> 1,
  * 5 -> 4 (the B member with the same index sends).  4 rounds = ceil(log2 7)+1.
  */
-#include "elimination.h"
+#include "algo/elimination/elimination.h"
 
 /* ---- plans ---------------------------------------------------------------- */
 
