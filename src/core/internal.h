@@ -165,7 +165,7 @@ int redcoll__log_level(void);
 uint64_t redcoll__spin_ns(void);
 void redcoll__log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* ---- algorithm registry (algos.c) --------------------------------------- */
+/* ---- algorithm registry (algo/registry.c) --------------------------------------- */
 
 enum {
   REDCOLL__NEEDS_COMMUTATIVE = 1u << 0, /* reorders operands */
@@ -180,18 +180,29 @@ enum {
  * the communicator allows them (REDCOLL_RESULTS_FAST). */
 unsigned redcoll__excluded_flags(const struct redcoll__call *call);
 
+/* The cost of one (collective, algorithm) under a machine (select/cost.h):
+ * seconds on the critical path, or a negative value if not modelled. */
+struct redcoll__mach;
+struct redcoll__cost_args;
+typedef double (*redcoll__cost_fn)(const struct redcoll__mach *m,
+                                   const struct redcoll__cost_args *a);
+
+/* One registry row: the algorithm's run and cost functions side by side.
+ * A row whose run is NULL is modelled only (redcoll__cost answers for it,
+ * nothing runs it); a row whose cost is NULL is run but not modelled. */
 typedef struct redcoll__algo_entry {
   redcoll_coll coll;
   redcoll_algo algo;
-  redcoll__algo_fn fn;
+  redcoll__algo_fn run;
+  redcoll__cost_fn cost;
   unsigned flags;
 } redcoll__algo_entry;
 
-/* Each family file defines one array, terminated by an entry whose fn is
- * NULL, and algos.c lists the arrays. */
+/* Each family file defines one array, terminated by a row whose coll is
+ * REDCOLL_COLL_COUNT, and algo/registry.c lists the arrays. */
 extern const redcoll__algo_entry redcoll__algos_linear[];
 extern const redcoll__algo_entry redcoll__algos_binary_tree[];
-extern const redcoll__algo_entry redcoll__algos_barrier[];
+extern const redcoll__algo_entry redcoll__algos_dissemination[];
 extern const redcoll__algo_entry redcoll__algos_elimination[];
 extern const redcoll__algo_entry redcoll__algos_elimination_rings[];
 extern const redcoll__algo_entry redcoll__algos_table1_rings[];
@@ -202,7 +213,10 @@ extern const redcoll__algo_entry redcoll__algos_ring[];
 extern const redcoll__algo_entry redcoll__algos_circulant[];
 extern const redcoll__algo_entry redcoll__algos_rooted_linear[];
 
-/* The entry of (coll, algo), or NULL. */
+/* The row of (coll, algo), modelled-only rows included, or NULL. */
+const redcoll__algo_entry *redcoll__algo_row(redcoll_coll coll, redcoll_algo algo);
+
+/* The row of (coll, algo) that runs, or NULL. */
 const redcoll__algo_entry *redcoll__algo_find(redcoll_coll coll, redcoll_algo algo);
 
 /* AUTO: the algorithm to run for this call (select.c).  Decides only from

@@ -1,10 +1,11 @@
-/* The algorithm registry: every family file contributes one table. */
+/* The algorithm registry: every family file contributes one table of rows
+ * (collective, algorithm, run, cost, flags). */
 #include "internal.h"
 
 static const redcoll__algo_entry *const families[] = {
     redcoll__algos_linear,
     redcoll__algos_binary_tree,
-    redcoll__algos_barrier,
+    redcoll__algos_dissemination,
     redcoll__algos_elimination,
     redcoll__algos_elimination_rings,
     redcoll__algos_table1_rings,
@@ -16,13 +17,18 @@ static const redcoll__algo_entry *const families[] = {
     redcoll__algos_rooted_linear,
 };
 
-const redcoll__algo_entry *redcoll__algo_find(redcoll_coll coll, redcoll_algo algo) {
+const redcoll__algo_entry *redcoll__algo_row(redcoll_coll coll, redcoll_algo algo) {
   for (size_t f = 0; f < sizeof families / sizeof families[0]; f++) {
-    for (const redcoll__algo_entry *e = families[f]; e->fn != NULL; e++) {
+    for (const redcoll__algo_entry *e = families[f]; e->coll != REDCOLL_COLL_COUNT; e++) {
       if (e->coll == coll && e->algo == algo) return e;
     }
   }
   return NULL;
+}
+
+const redcoll__algo_entry *redcoll__algo_find(redcoll_coll coll, redcoll_algo algo) {
+  const redcoll__algo_entry *e = redcoll__algo_row(coll, algo);
+  return e != NULL && e->run != NULL ? e : NULL;
 }
 
 REDCOLL_API int redcoll_algo_supported(redcoll_coll coll, redcoll_algo a) {

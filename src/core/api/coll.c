@@ -100,7 +100,7 @@ static int run(redcoll__call *call) {
   c->cur = call; /* so that failure reports can show the whole call */
   int debug = redcoll__log_level() >= 3;
   double t0 = debug ? now_us() : 0;
-  int rc = e->fn(call);
+  int rc = e->run(call);
   /* Any failure inside the algorithm (ENOMEM for scratch included) breaks
    * the communicator and aborts the peers; transport errors already did. */
   if (rc != REDCOLL_OK) rc = redcoll__fail(c, rc);

@@ -1,7 +1,9 @@
 /*
- * The alpha-beta-gamma cost of every algorithm (cost.c), as pure functions of
- * values that every rank shares, and the choice REDCOLL_ALGO_AUTO makes from
- * them (select.c).  No I/O, no allocation: the tests call them directly.
+ * The alpha-beta-gamma cost of every algorithm, as pure functions of values
+ * that every rank shares, and the choice REDCOLL_ALGO_AUTO makes from them
+ * (select.c).  Each algorithm family defines its cost functions next to its
+ * algorithm and puts them in its registry rows; cost.c holds the arithmetic
+ * they share.  No I/O, no allocation: the tests call them directly.
  */
 #ifndef REDCOLL_COST_H
 #define REDCOLL_COST_H
@@ -25,12 +27,42 @@ typedef struct redcoll__cost_args {
   size_t threshold; /* butterfly threshold b in bytes */
   int root;
   double ranks_per_cpu; /* f > 1: alpha f per round, and the start-ups of
-                         * a linear allreduce or reduce overlap (cost.c) */
+                         * a linear allreduce or reduce overlap (linear.c) */
 } redcoll__cost_args;
 
+/* The machine as the cost functions see it: alpha already scaled by the
+ * ranks per CPU (redcoll__cost). */
+typedef struct redcoll__mach {
+  double a, b, g; /* alpha, beta, gamma */
+} redcoll__mach;
+
+/* ---- arithmetic the families share (cost.c) ---------------------------- */
+
+int redcoll__ilog2_floor(int p);
+/* Trailing zero bits of p (p = odd 2^t). */
+int redcoll__trailing_zeros(int p);
+/* Bytes of the largest of k balanced blocks of n elements. */
+double redcoll__cost_blk(size_t n, size_t k, size_t es);
+/* Bytes of the piece after z halvings (the lower half keeps the odd
+ * element). */
+double redcoll__cost_piece(size_t n, int z, size_t es);
+/* Number of halving levels among the first `levels`: those whose piece,
+ * ceil(n / 2^y) elements, is larger than b. */
+int redcoll__cost_halving_levels(size_t n, size_t es, size_t b, int levels);
+/* One round: alpha + sent beta + reduced gamma. */
+double redcoll__cost_rnd(const redcoll__mach *M, double sent, double reduced);
+/* The butterfly over 2^k ranks with h halving levels: the reduction phase
+ * (or, with route, also the reverse of the halving levels). */
+double redcoll__cost_butterfly(const redcoll__mach *M, int k, int h, size_t n, size_t es,
+                               int route);
+
+/* ---- the costs --------------------------------------------------------- */
+
 /* The predicted time of algo for the call under model cm, on the critical
- * path of the one-ported full-duplex model of the simulator; a negative
- * value if the cost of (coll, algo) is not modelled. */
+ * path of the one-ported full-duplex model of the simulator: the cost
+ * function of the registry row (a->coll, algo), with alpha scaled by the
+ * ranks per CPU; 0 for p <= 1; a negative value if the cost of (coll,
+ * algo) is not modelled. */
 double redcoll__cost(redcoll_algo algo, const redcoll__cost_args *a, const redcoll__cost_model *cm);
 
 /* The cheapest algorithm registered for a->coll whose registry flags

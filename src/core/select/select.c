@@ -239,6 +239,62 @@ REDCOLL_API int redcoll_comm_set_transport_name(redcoll_comm *c, const char *nam
   return REDCOLL_OK;
 }
 
+/* ---- the cost of one algorithm ------------------------------------------ */
+
+double redcoll__cost(redcoll_algo algo, const redcoll__cost_args *a, const redcoll__cost_model *cm) {
+  /* f ranks per CPU: every round waits for them to take turns. */
+  double f = a->ranks_per_cpu > 1 ? a->ranks_per_cpu : 1;
+  const redcoll__mach M = {cm->alpha * f, cm->beta, cm->gamma};
+  if (a->p <= 1) return 0;
+  const redcoll__algo_entry *e = redcoll__algo_row(a->coll, algo);
+  if (e == NULL || e->cost == NULL) return -1;
+  return e->cost(&M, a);
+}
+
+/* Candidates per collective, in the order that breaks ties. */
+static const redcoll_algo candidates[] = {
+    REDCOLL_ALGO_CIRCULANT,        REDCOLL_ALGO_ELIMINATION,
+    REDCOLL_ALGO_RECURSIVE_DOUBLING, REDCOLL_ALGO_HALVING_DOUBLING,
+    REDCOLL_ALGO_RING_SEQUENTIAL,  REDCOLL_ALGO_RING,
+    REDCOLL_ALGO_CIRCULANT_RSAG,   REDCOLL_ALGO_BINARY_BLOCKS,
+    REDCOLL_ALGO_ELIMINATION_NONOVERLAP, REDCOLL_ALGO_ELIMINATION_RINGS,
+    REDCOLL_ALGO_ELIMINATION_2TO1, REDCOLL_ALGO_ALLGATHER_REDUCE,
+    REDCOLL_ALGO_DISSEMINATION,    REDCOLL_ALGO_BINARY_TREE,
+    REDCOLL_ALGO_LINEAR,
+};
+
+redcoll_algo redcoll__cost_select(const redcoll__cost_args *a, unsigned exclude,
+                                  const redcoll__cost_model *cm, double *time) {
+  redcoll_algo best = REDCOLL_ALGO_AUTO;
+  double best_t = HUGE_VAL;
+  for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; i++) {
+    const redcoll__algo_entry *e = redcoll__algo_find(a->coll, candidates[i]);
+    if (e == NULL) continue;
+    if (e->flags & exclude) continue;
+    double t = redcoll__cost(candidates[i], a, cm);
+    if (t < 0) continue;
+    /* A relative margin keeps rounding noise from deciding a tie. */
+    if (best == REDCOLL_ALGO_AUTO || t < best_t * (1 - 1e-9)) {
+      best = candidates[i];
+      best_t = t;
+    }
+  }
+  if (best == REDCOLL_ALGO_AUTO) {
+    /* Nothing modelled: the first registered candidate that accepts the
+     * operator. */
+    for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; i++) {
+      const redcoll__algo_entry *e = redcoll__algo_find(a->coll, candidates[i]);
+      if (e == NULL) continue;
+      if (e->flags & exclude) continue;
+      best = candidates[i];
+      break;
+    }
+    if (best == REDCOLL_ALGO_AUTO) best = REDCOLL_ALGO_LINEAR;
+  }
+  if (time != NULL) *time = best_t;
+  return best;
+}
+
 /* ---- the choice -------------------------------------------------------- */
 
 redcoll_algo redcoll__select(const redcoll__call *call) {

@@ -29,6 +29,7 @@
  * ((v0+v1)+(v2+v3))+(v4+v5).  Root 0: 1->0, 3->2, 5->4; 2->0; 4->0.
  */
 #include "internal.h"
+#include "select/cost.h"
 #include "algo/rabenseifner/rabenseifner.h"
 
 /* The reduction toward root along redcoll__rab_tree.  A rank that receives
@@ -104,9 +105,28 @@ static int bcast_binary_tree(const redcoll__call *call) {
   return bcast_bytes(call->comm, call->recvbuf, call->count * call->esize, call->root);
 }
 
+/* ---- cost: ceil(log2 p) rounds per tree pass ---------------------------- */
+
+static double cost_allreduce(const redcoll__mach *M, const redcoll__cost_args *a) {
+  int q = redcoll__ceil_log2(a->p);
+  double m = (double)a->count * (double)a->esize;
+  return q * redcoll__cost_rnd(M, m, m) + q * redcoll__cost_rnd(M, m, 0);
+}
+
+/* The tree is rooted at the root: no forwarding. */
+static double cost_reduce(const redcoll__mach *M, const redcoll__cost_args *a) {
+  double m = (double)a->count * (double)a->esize;
+  return redcoll__ceil_log2(a->p) * redcoll__cost_rnd(M, m, m);
+}
+
+static double cost_bcast(const redcoll__mach *M, const redcoll__cost_args *a) {
+  double m = (double)a->count * (double)a->esize;
+  return redcoll__ceil_log2(a->p) * redcoll__cost_rnd(M, m, 0);
+}
+
 const redcoll__algo_entry redcoll__algos_binary_tree[] = {
-    {REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_BINARY_TREE, allreduce_binary_tree, 0},
-    {REDCOLL_COLL_REDUCE, REDCOLL_ALGO_BINARY_TREE, reduce_binary_tree, 0},
-    {REDCOLL_COLL_BCAST, REDCOLL_ALGO_BINARY_TREE, bcast_binary_tree, 0},
-    {REDCOLL_COLL_COUNT, REDCOLL_ALGO_AUTO, NULL, 0},
+    {REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_BINARY_TREE, allreduce_binary_tree, cost_allreduce, 0},
+    {REDCOLL_COLL_REDUCE, REDCOLL_ALGO_BINARY_TREE, reduce_binary_tree, cost_reduce, 0},
+    {REDCOLL_COLL_BCAST, REDCOLL_ALGO_BINARY_TREE, bcast_binary_tree, cost_bcast, 0},
+    {REDCOLL_COLL_COUNT, REDCOLL_ALGO_AUTO, NULL, NULL, 0},
 };

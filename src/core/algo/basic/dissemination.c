@@ -7,6 +7,7 @@
  * Example, p = 5: round 0: i -> i+1; round 1: i -> i+2; round 2: i -> i+4.
  */
 #include "internal.h"
+#include "select/cost.h"
 
 static int barrier_dissemination(const redcoll__call *call) {
   redcoll_comm *c = call->comm;
@@ -18,7 +19,12 @@ static int barrier_dissemination(const redcoll__call *call) {
   return REDCOLL_OK;
 }
 
-const redcoll__algo_entry redcoll__algos_barrier[] = {
-    {REDCOLL_COLL_BARRIER, REDCOLL_ALGO_DISSEMINATION, barrier_dissemination, 0},
-    {REDCOLL_COLL_COUNT, REDCOLL_ALGO_AUTO, NULL, 0},
+static double cost_dissemination(const redcoll__mach *M, const redcoll__cost_args *a) {
+  return redcoll__ceil_log2(a->p) * M->a;
+}
+
+const redcoll__algo_entry redcoll__algos_dissemination[] = {
+    {REDCOLL_COLL_BARRIER, REDCOLL_ALGO_DISSEMINATION, barrier_dissemination, cost_dissemination,
+     0},
+    {REDCOLL_COLL_COUNT, REDCOLL_ALGO_AUTO, NULL, NULL, 0},
 };

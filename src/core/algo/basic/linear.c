@@ -22,6 +22,7 @@
  * R = A + R; then v3 into A and R = R + A.  Result: ((v0 + v1) + v2) + v3.
  */
 #include "internal.h"
+#include "select/cost.h"
 
 /* Reduces the p vectors of call->count elements to rank root, in rank order.
  * input is this rank's vector; at the root the result goes to out, which
@@ -157,13 +158,61 @@ static int allgather_linear(const redcoll__call *call) {
   return linear_bcast_bytes(c, rbuf, total * call->esize, 0);
 }
 
+/* ---- cost ---------------------------------------------------------------- */
+
+/* Bytes of the vector, or of the block (count as in the call). */
+static double bytes_of(const redcoll__cost_args *a) { return (double)a->count * (double)a->esize; }
+
+/* Start-ups per phase of allreduce and reduce: p-1, one per message; with
+ * more ranks than CPUs one, since a rank then waits for a CPU more than for
+ * its messages and the root drains what came in meanwhile.  Volume and
+ * reductions stay serial at the root.  Measured for these two only
+ * (docs/tuning.md), so the other collectives keep p-1. */
+static double starts(const redcoll__cost_args *a) { return a->ranks_per_cpu > 1 ? 1 : a->p - 1; }
+
+static double cost_allreduce(const redcoll__mach *M, const redcoll__cost_args *a) {
+  double p1 = a->p - 1, m = bytes_of(a);
+  return 2 * starts(a) * M->a + p1 * m * (2 * M->b + M->g);
+}
+
+static double cost_reduce(const redcoll__mach *M, const redcoll__cost_args *a) {
+  double p1 = a->p - 1, m = bytes_of(a);
+  return starts(a) * M->a + p1 * m * (M->b + M->g);
+}
+
+static double cost_bcast(const redcoll__mach *M, const redcoll__cost_args *a) {
+  return (a->p - 1) * redcoll__cost_rnd(M, bytes_of(a), 0);
+}
+
+static double cost_reduce_scatter(const redcoll__mach *M, const redcoll__cost_args *a) {
+  double p1 = a->p - 1, m = bytes_of(a), v = m * a->p;
+  return p1 * redcoll__cost_rnd(M, v, v) + p1 * redcoll__cost_rnd(M, m, 0);
+}
+
+static double cost_allgather(const redcoll__mach *M, const redcoll__cost_args *a) {
+  double p1 = a->p - 1, m = bytes_of(a);
+  return p1 * redcoll__cost_rnd(M, m, 0) + p1 * redcoll__cost_rnd(M, m * a->p, 0);
+}
+
+/* A gather to rank 0 and a broadcast of empty messages.  No linear barrier
+ * runs (the dissemination barrier does): the row below only keeps
+ * redcoll_cost_predict's answer for it. */
+static double cost_barrier(const redcoll__mach *M, const redcoll__cost_args *a) {
+  return 2 * (double)(a->p - 1) * M->a;
+}
+
+/* ---- registry ------------------------------------------------------------ */
+
 const redcoll__algo_entry redcoll__algos_linear[] = {
-    {REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_LINEAR, allreduce_linear, 0},
-    {REDCOLL_COLL_REDUCE, REDCOLL_ALGO_LINEAR, reduce_linear, 0},
-    {REDCOLL_COLL_BCAST, REDCOLL_ALGO_LINEAR, bcast_linear, 0},
-    {REDCOLL_COLL_REDUCE_SCATTER_BLOCK, REDCOLL_ALGO_LINEAR, reduce_scatter_linear, 0},
-    {REDCOLL_COLL_REDUCE_SCATTER, REDCOLL_ALGO_LINEAR, reduce_scatter_linear, 0},
-    {REDCOLL_COLL_ALLGATHER, REDCOLL_ALGO_LINEAR, allgather_linear, 0},
-    {REDCOLL_COLL_ALLGATHERV, REDCOLL_ALGO_LINEAR, allgather_linear, 0},
-    {REDCOLL_COLL_COUNT, REDCOLL_ALGO_AUTO, NULL, 0},
+    {REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_LINEAR, allreduce_linear, cost_allreduce, 0},
+    {REDCOLL_COLL_REDUCE, REDCOLL_ALGO_LINEAR, reduce_linear, cost_reduce, 0},
+    {REDCOLL_COLL_BCAST, REDCOLL_ALGO_LINEAR, bcast_linear, cost_bcast, 0},
+    {REDCOLL_COLL_REDUCE_SCATTER_BLOCK, REDCOLL_ALGO_LINEAR, reduce_scatter_linear,
+     cost_reduce_scatter, 0},
+    {REDCOLL_COLL_REDUCE_SCATTER, REDCOLL_ALGO_LINEAR, reduce_scatter_linear, cost_reduce_scatter,
+     0},
+    {REDCOLL_COLL_ALLGATHER, REDCOLL_ALGO_LINEAR, allgather_linear, cost_allgather, 0},
+    {REDCOLL_COLL_ALLGATHERV, REDCOLL_ALGO_LINEAR, allgather_linear, cost_allgather, 0},
+    {REDCOLL_COLL_BARRIER, REDCOLL_ALGO_LINEAR, NULL, cost_barrier, 0}, /* modelled only */
+    {REDCOLL_COLL_COUNT, REDCOLL_ALGO_AUTO, NULL, NULL, 0},
 };

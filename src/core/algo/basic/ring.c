@@ -30,6 +30,7 @@
  * to 1.  Now 0 holds A, 1 B, 2 C reduced; two ring steps give everyone all.
  */
 #include "internal.h"
+#include "select/cost.h"
 #include "algo/rabenseifner/rabenseifner.h"
 
 /* Reduce-scatter into acc (chunk `rank` of the result). */
@@ -96,8 +97,16 @@ static int reduce_ring(const redcoll__call *call) {
   return REDCOLL_OK;
 }
 
+/* Allreduce and reduce alike: 2(p-1) rounds of a block, p-1 reductions. */
+static double cost_ring(const redcoll__mach *M, const redcoll__cost_args *a) {
+  int p = a->p;
+  double b = redcoll__cost_blk(a->count, (size_t)p, a->esize);
+  return 2 * (p - 1) * M->a + 2 * (p - 1) * b * M->b + (p - 1) * b * M->g;
+}
+
 const redcoll__algo_entry redcoll__algos_ring[] = {
-    {REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_RING, allreduce_ring, REDCOLL__NEEDS_COMMUTATIVE},
-    {REDCOLL_COLL_REDUCE, REDCOLL_ALGO_RING, reduce_ring, REDCOLL__NEEDS_COMMUTATIVE},
-    {REDCOLL_COLL_COUNT, REDCOLL_ALGO_AUTO, NULL, 0},
+    {REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_RING, allreduce_ring, cost_ring,
+     REDCOLL__NEEDS_COMMUTATIVE},
+    {REDCOLL_COLL_REDUCE, REDCOLL_ALGO_RING, reduce_ring, cost_ring, REDCOLL__NEEDS_COMMUTATIVE},
+    {REDCOLL_COLL_COUNT, REDCOLL_ALGO_AUTO, NULL, NULL, 0},
 };

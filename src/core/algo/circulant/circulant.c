@@ -57,6 +57,7 @@
 
 #include "algo/circulant/circulant.h"
 #include "internal.h"
+#include "select/cost.h"
 
 /* ---- pure schedule functions -------------------------------------------- */
 
@@ -621,24 +622,69 @@ static int reduce_circulant_rsag(const redcoll__call *call) {
   return gather_core(call, &bl, own, call->recvbuf);
 }
 
+/* ---- cost: q = ceil(log2 p) rounds, m the vector or block in bytes ------- */
+
+static double bytes_of(const redcoll__cost_args *a) { return (double)a->count * (double)a->esize; }
+
+/* Recursive doubling over the circulant; for p not a power of two some
+ * rounds reduce twice. */
+static double cost_allreduce(const redcoll__mach *M, const redcoll__cost_args *a) {
+  int p = a->p, q = redcoll__ceil_log2(p), extra = 0;
+  double m = bytes_of(a);
+  if (p & (p - 1)) {
+    extra = q - 2 - redcoll__trailing_zeros(p);
+    if (extra < 0) extra = 0;
+  }
+  return q * M->a + q * m * M->b + (q + extra) * m * M->g;
+}
+
+/* Reduce-scatter then allgather of blocks of m/p: the bound of the paper. */
+static double cost_allreduce_rsag(const redcoll__mach *M, const redcoll__cost_args *a) {
+  int p = a->p, q = redcoll__ceil_log2(p);
+  double b = redcoll__cost_blk(a->count, (size_t)p, a->esize);
+  double span = (double)((1u << q) - 1);
+  return 2 * q * M->a + (span + (p - 1)) * b * M->b + span * b * M->g;
+}
+
+static double cost_reduce(const redcoll__mach *M, const redcoll__cost_args *a) {
+  double m = bytes_of(a);
+  return redcoll__ceil_log2(a->p) * (M->a + m * M->b + m * M->g);
+}
+
+static double cost_bcast(const redcoll__mach *M, const redcoll__cost_args *a) {
+  return redcoll__ceil_log2(a->p) * (M->a + bytes_of(a) * M->b);
+}
+
+static double cost_reduce_scatter(const redcoll__mach *M, const redcoll__cost_args *a) {
+  int q = redcoll__ceil_log2(a->p);
+  double span = (double)((1u << q) - 1);
+  return q * M->a + span * bytes_of(a) * (M->b + M->g);
+}
+
+/* allgather(v), gather, scatter: p-1 blocks through q rounds. */
+static double cost_gathers(const redcoll__mach *M, const redcoll__cost_args *a) {
+  return redcoll__ceil_log2(a->p) * M->a + (a->p - 1) * bytes_of(a) * M->b;
+}
+
 /* ---- registry ----------------------------------------------------------- */
 
 const redcoll__algo_entry redcoll__algos_circulant[] = {
-    {REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_CIRCULANT, allreduce_circulant,
+    {REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_CIRCULANT, allreduce_circulant, cost_allreduce,
      REDCOLL__NEEDS_COMMUTATIVE | REDCOLL__RANK_DEPENDENT},
     {REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_CIRCULANT_RSAG, allreduce_circulant_rsag,
+     cost_allreduce_rsag, REDCOLL__NEEDS_COMMUTATIVE},
+    {REDCOLL_COLL_REDUCE, REDCOLL_ALGO_CIRCULANT, reduce_circulant, cost_reduce,
      REDCOLL__NEEDS_COMMUTATIVE},
-    {REDCOLL_COLL_REDUCE, REDCOLL_ALGO_CIRCULANT, reduce_circulant, REDCOLL__NEEDS_COMMUTATIVE},
-    {REDCOLL_COLL_REDUCE, REDCOLL_ALGO_CIRCULANT_RSAG, reduce_circulant_rsag,
+    {REDCOLL_COLL_REDUCE, REDCOLL_ALGO_CIRCULANT_RSAG, reduce_circulant_rsag, NULL, /* not modelled */
      REDCOLL__NEEDS_COMMUTATIVE},
     {REDCOLL_COLL_REDUCE_SCATTER_BLOCK, REDCOLL_ALGO_CIRCULANT, reduce_scatter_circulant,
-     REDCOLL__NEEDS_COMMUTATIVE},
+     cost_reduce_scatter, REDCOLL__NEEDS_COMMUTATIVE},
     {REDCOLL_COLL_REDUCE_SCATTER, REDCOLL_ALGO_CIRCULANT, reduce_scatter_circulant,
-     REDCOLL__NEEDS_COMMUTATIVE},
-    {REDCOLL_COLL_ALLGATHER, REDCOLL_ALGO_CIRCULANT, allgather_circulant, 0},
-    {REDCOLL_COLL_ALLGATHERV, REDCOLL_ALGO_CIRCULANT, allgather_circulant, 0},
-    {REDCOLL_COLL_BCAST, REDCOLL_ALGO_CIRCULANT, bcast_circulant, 0},
-    {REDCOLL_COLL_GATHER, REDCOLL_ALGO_CIRCULANT, gather_circulant, 0},
-    {REDCOLL_COLL_SCATTER, REDCOLL_ALGO_CIRCULANT, scatter_circulant, 0},
-    {REDCOLL_COLL_COUNT, REDCOLL_ALGO_AUTO, NULL, 0},
+     cost_reduce_scatter, REDCOLL__NEEDS_COMMUTATIVE},
+    {REDCOLL_COLL_ALLGATHER, REDCOLL_ALGO_CIRCULANT, allgather_circulant, cost_gathers, 0},
+    {REDCOLL_COLL_ALLGATHERV, REDCOLL_ALGO_CIRCULANT, allgather_circulant, cost_gathers, 0},
+    {REDCOLL_COLL_BCAST, REDCOLL_ALGO_CIRCULANT, bcast_circulant, cost_bcast, 0},
+    {REDCOLL_COLL_GATHER, REDCOLL_ALGO_CIRCULANT, gather_circulant, cost_gathers, 0},
+    {REDCOLL_COLL_SCATTER, REDCOLL_ALGO_CIRCULANT, scatter_circulant, cost_gathers, 0},
+    {REDCOLL_COLL_COUNT, REDCOLL_ALGO_AUTO, NULL, NULL, 0},
 };

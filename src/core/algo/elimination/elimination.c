@@ -50,6 +50,7 @@
  * 5 -> 4 (the B member with the same index sends).  4 rounds = ceil(log2 7)+1.
  */
 #include "algo/elimination/elimination.h"
+#include "select/cost.h"
 
 /* ---- plans ---------------------------------------------------------------- */
 
@@ -529,12 +530,90 @@ static int elimination_2to1(const redcoll__call *call) {
   return elim_run(call, REDCOLL_ALGO_ELIMINATION_2TO1);
 }
 
+/* ---- cost ----------------------------------------------------------------
+ *
+ * Charged level by level, so that the threshold b between halving and
+ * non-halving levels is modelled.  Notation: p ranks, q = ceil(log2 p),
+ * k = floor(log2 p), pp = 2^k, t the number of trailing zero bits of p
+ * (p = odd 2^t), n elements of es bytes, m = n es, s_z = ceil(n / 2^z) es
+ * the piece after z halvings, h the number of halving levels (pieces above
+ * b are halved).  Allreduce, both protocols:
+ *   reduction   sum over levels z < k of alpha + piece_z (beta + gamma),
+ *               piece_z = s_(z+1) for z < h, s_h above;
+ *   3-2 step    one more round of the piece of level t (p not a power of 2);
+ *   routing     the halving levels reversed, alpha + s_(z+1) beta each, the
+ *               3-2 step reversed when t < h, and one round of s_h beta to
+ *               the ranks eliminated at non-halving levels, if any.
+ * For m <= b that is (q + 1)(alpha + m beta) + q m gamma, for halving at
+ * every level 2 q alpha + (2 (1 - 1/pp) + 1/2^t) m beta
+ * + ((1 - 1/pp) + 1/2^(t+1)) m gamma.  Reduce (root 0) of the overlapping
+ * protocol replaces the routing by the gather of the pieces along the
+ * halving levels, plus one round of s_h beta when p >= 3 pp / 2; the
+ * non-overlapping protocol's reduce costs what its allreduce does. */
+
+/* Whether some level z in [from, k) has an odd number >= 3 of units, whose
+ * 3-2 step eliminates ranks at a level that does not halve. */
+static int odd_level_from(int p, int from, int k) {
+  for (int z = from; z < k; z++) {
+    int u = p >> z;
+    if ((u & 1) && u >= 3) return 1;
+  }
+  return 0;
+}
+
+double redcoll__elimination_cost(const redcoll__mach *M, const redcoll__cost_args *a,
+                                 int overlap) {
+  int p = a->p, k = redcoll__ilog2_floor(p), t = redcoll__trailing_zeros(p);
+  size_t n = a->count, es = a->esize;
+  int h = redcoll__cost_halving_levels(n, es, a->threshold, k);
+  int reduce = overlap && a->coll == REDCOLL_COLL_REDUCE;
+  double time = redcoll__cost_butterfly(M, k, h, n, es, 1);
+  if ((p & (p - 1)) == 0) return time;
+  double top = redcoll__cost_piece(n, h, es);
+  double pt = t < h ? redcoll__cost_piece(n, t + 1, es) : top;
+  time += redcoll__cost_rnd(M, pt, pt); /* the extra message of the first 3-2 step */
+  if (reduce) {
+    /* The gather to the root takes one more round when p >= 3 pp / 2. */
+    if (2 * p >= 3 << k) time += redcoll__cost_rnd(M, top, 0);
+    return time;
+  }
+  if (t < h) time += redcoll__cost_rnd(M, redcoll__cost_piece(n, t + 1, es), 0);
+  if (t >= h && odd_level_from(p, h, k)) time += redcoll__cost_rnd(M, top, 0);
+  return time;
+}
+
+static double cost_overlap(const redcoll__mach *M, const redcoll__cost_args *a) {
+  return redcoll__elimination_cost(M, a, 1);
+}
+
+static double cost_nonoverlap(const redcoll__mach *M, const redcoll__cost_args *a) {
+  return redcoll__elimination_cost(M, a, 0);
+}
+
+/* The butterfly over pp ranks; for p not a power of two rank 2i sends its
+ * vector to 2i+1 first and at the end the result goes back to 2i
+ * (allreduce), or the gather to the root takes as long (reduce). */
+static double cost_2to1(const redcoll__mach *M, const redcoll__cost_args *a) {
+  int p = a->p, k = redcoll__ilog2_floor(p);
+  size_t n = a->count, es = a->esize;
+  int h = redcoll__cost_halving_levels(n, es, a->threshold, k);
+  double m = (double)n * (double)es;
+  double time = redcoll__cost_butterfly(M, k, h, n, es, 1);
+  if ((p & (p - 1)) == 0) return time;
+  time += redcoll__cost_rnd(M, m, m) + redcoll__cost_rnd(M, m, 0);
+  return time;
+}
+
+/* ---- registry ------------------------------------------------------------ */
+
 const redcoll__algo_entry redcoll__algos_elimination[] = {
-    {REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_ELIMINATION, elimination, 0},
-    {REDCOLL_COLL_REDUCE, REDCOLL_ALGO_ELIMINATION, elimination, 0},
-    {REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_ELIMINATION_NONOVERLAP, elimination_nonoverlap, 0},
-    {REDCOLL_COLL_REDUCE, REDCOLL_ALGO_ELIMINATION_NONOVERLAP, elimination_nonoverlap, 0},
-    {REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_ELIMINATION_2TO1, elimination_2to1, 0},
-    {REDCOLL_COLL_REDUCE, REDCOLL_ALGO_ELIMINATION_2TO1, elimination_2to1, 0},
-    {REDCOLL_COLL_COUNT, REDCOLL_ALGO_AUTO, NULL, 0},
+    {REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_ELIMINATION, elimination, cost_overlap, 0},
+    {REDCOLL_COLL_REDUCE, REDCOLL_ALGO_ELIMINATION, elimination, cost_overlap, 0},
+    {REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_ELIMINATION_NONOVERLAP, elimination_nonoverlap,
+     cost_nonoverlap, 0},
+    {REDCOLL_COLL_REDUCE, REDCOLL_ALGO_ELIMINATION_NONOVERLAP, elimination_nonoverlap,
+     cost_nonoverlap, 0},
+    {REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_ELIMINATION_2TO1, elimination_2to1, cost_2to1, 0},
+    {REDCOLL_COLL_REDUCE, REDCOLL_ALGO_ELIMINATION_2TO1, elimination_2to1, cost_2to1, 0},
+    {REDCOLL_COLL_COUNT, REDCOLL_ALGO_AUTO, NULL, NULL, 0},
 };

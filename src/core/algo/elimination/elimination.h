@@ -122,4 +122,11 @@ int redcoll__rings_plan_for(int p, redcoll__rings_plan *pl);
  * log2 p for a power of two, else ceil(log2 p) + 1. */
 int redcoll__elim_small_rounds(int p);
 
+/* The cost of the elimination over a->p ranks under M (select/cost.h):
+ * overlap 1 for the overlapping protocol, 0 for the non-overlapping one. */
+struct redcoll__mach;
+struct redcoll__cost_args;
+double redcoll__elimination_cost(const struct redcoll__mach *M, const struct redcoll__cost_args *a,
+                                 int overlap);
+
 #endif /* REDCOLL_ELIMINATION_H */

@@ -59,6 +59,7 @@
  * rounds 7-8 reverse the butterflies.
  */
 #include "algo/elimination/elimination.h"
+#include "select/cost.h"
 
 /* ---- plan ----------------------------------------------------------------- */
 
@@ -253,8 +254,42 @@ static int elimination_rings(const redcoll__call *call) {
   return REDCOLL_OK;
 }
 
+/* ---- cost ----------------------------------------------------------------
+ * The stages of the plan (n butterflies, a' rings of three, then the
+ * elimination over the q remaining units); each stage cuts its piece into r
+ * blocks while the piece is above b, and allreduce reverses the cutting
+ * stages. */
+static double cost_elimination_rings(const redcoll__mach *M, const redcoll__cost_args *a) {
+  redcoll__rings_plan pl;
+  if (redcoll__rings_plan_for(a->p, &pl) < 0) return -1;
+  size_t es = a->esize, cur = a->count;
+  double time = 0, back = 0;
+  for (int i = 0; i < pl.nstages; i++) {
+    int r = pl.radix[i];
+    double whole = (double)cur * (double)es;
+    if (whole > (double)a->threshold) {
+      size_t b = (cur + (size_t)r - 1) / (size_t)r;
+      double bb = (double)b * (double)es;
+      time += (r - 1) * redcoll__cost_rnd(M, bb, bb);
+      back += (r - 1) * redcoll__cost_rnd(M, bb, 0);
+      cur = b;
+    } else {
+      time += (r - 1) * redcoll__cost_rnd(M, whole, whole);
+    }
+  }
+  if (pl.q > 1) {
+    redcoll__cost_args e = *a;
+    e.p = pl.q;
+    e.count = cur;
+    time += redcoll__elimination_cost(M, &e, 1);
+  }
+  return time + back;
+}
+
 const redcoll__algo_entry redcoll__algos_elimination_rings[] = {
-    {REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_ELIMINATION_RINGS, elimination_rings, 0},
-    {REDCOLL_COLL_REDUCE, REDCOLL_ALGO_ELIMINATION_RINGS, elimination_rings, 0},
-    {REDCOLL_COLL_COUNT, REDCOLL_ALGO_AUTO, NULL, 0},
+    {REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_ELIMINATION_RINGS, elimination_rings,
+     cost_elimination_rings, 0},
+    {REDCOLL_COLL_REDUCE, REDCOLL_ALGO_ELIMINATION_RINGS, elimination_rings, cost_elimination_rings,
+     0},
+    {REDCOLL_COLL_COUNT, REDCOLL_ALGO_AUTO, NULL, NULL, 0},
 };

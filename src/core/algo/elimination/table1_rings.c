@@ -63,6 +63,7 @@
 #include "algo/elimination/table1_rings.h"
 
 #include "internal.h"
+#include "select/cost.h"
 
 /* ---- pure rank arithmetic ------------------------------------------------ */
 
@@ -342,10 +343,30 @@ static int reduce_ring_sequential(const redcoll__call *call) {
   return REDCOLL_OK;
 }
 
+/* ---- cost (allreduce and reduce alike) ----------------------------------- */
+
+static double cost_allgather_reduce(const redcoll__mach *M, const redcoll__cost_args *a) {
+  int p = a->p, q = redcoll__ceil_log2(p);
+  double m = (double)a->count * (double)a->esize;
+  return q * M->a + (p - 1) * m * (M->b + M->g);
+}
+
+static double cost_ring_sequential(const redcoll__mach *M, const redcoll__cost_args *a) {
+  int p = a->p, q = redcoll__ceil_log2(p);
+  double b = redcoll__cost_blk(a->count, (size_t)p, a->esize);
+  return (p - 1 + q) * M->a + 2 * (p - 1) * b * M->b + (p - 1) * b * M->g;
+}
+
+/* ---- registry ------------------------------------------------------------ */
+
 const redcoll__algo_entry redcoll__algos_table1_rings[] = {
-    {REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_ALLGATHER_REDUCE, allreduce_allgather_reduce, 0},
-    {REDCOLL_COLL_REDUCE, REDCOLL_ALGO_ALLGATHER_REDUCE, reduce_allgather_reduce, 0},
-    {REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_RING_SEQUENTIAL, allreduce_ring_sequential, 0},
-    {REDCOLL_COLL_REDUCE, REDCOLL_ALGO_RING_SEQUENTIAL, reduce_ring_sequential, 0},
-    {REDCOLL_COLL_COUNT, REDCOLL_ALGO_AUTO, NULL, 0},
+    {REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_ALLGATHER_REDUCE, allreduce_allgather_reduce,
+     cost_allgather_reduce, 0},
+    {REDCOLL_COLL_REDUCE, REDCOLL_ALGO_ALLGATHER_REDUCE, reduce_allgather_reduce,
+     cost_allgather_reduce, 0},
+    {REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_RING_SEQUENTIAL, allreduce_ring_sequential,
+     cost_ring_sequential, 0},
+    {REDCOLL_COLL_REDUCE, REDCOLL_ALGO_RING_SEQUENTIAL, reduce_ring_sequential,
+     cost_ring_sequential, 0},
+    {REDCOLL_COLL_COUNT, REDCOLL_ALGO_AUTO, NULL, NULL, 0},
 };

@@ -50,6 +50,7 @@
  * to 12; each block then runs its allgather.
  */
 #include "internal.h"
+#include "select/cost.h"
 #include "algo/rabenseifner/rabenseifner.h"
 
 static int binary_blocks(const redcoll__call *call, int allreduce) {
@@ -153,8 +154,73 @@ static int binary_blocks(const redcoll__call *call, int allreduce) {
 static int allreduce_binary_blocks(const redcoll__call *call) { return binary_blocks(call, 1); }
 static int reduce_binary_blocks(const redcoll__call *call) { return binary_blocks(call, 0); }
 
+/* ---- cost: docs/algorithms/rabenseifner.md, "Derived cost" -------------- */
+
+/* Phase 1 of a block of 2^e ranks: the reduce-scatter of n bytes. */
+static double rs_cost(const redcoll__mach *M, int e, double n) {
+  return M->a * e + (M->b + M->g) * (n - n / (double)(1u << e));
+}
+
+/* One halving step s of phase 3 (no gamma). */
+static double step_cost(const redcoll__mach *M, int s, double n) {
+  return M->a + M->b * n / (double)(2u << s);
+}
+
+/* Phases 1 and 2: the chain from the smallest block up to block 0. */
+static double chain_cost(const redcoll__mach *M, const int *ex, int nb, double n) {
+  double A = rs_cost(M, ex[nb - 1], n);
+  for (int k = nb - 1; k > 0; k--) {
+    double q = (double)(1u << (ex[k - 1] - ex[k]));
+    double pc = n / (double)(1u << ex[k - 1]);
+    double rs = rs_cost(M, ex[k - 1], n);
+    A = (A > rs ? A : rs) + q * (M->a + M->b * pc) + M->g * pc;
+  }
+  return A;
+}
+
+/* Phase 3 of allreduce: every block mirrors its phases 1-2 after the
+ * result reached it; the latest block to finish ends the collective. */
+static double allgather_cost(const redcoll__mach *M, const int *ex, int nb, double n, double B) {
+  double end = 0;
+  for (int k = 0; k < nb; k++) {
+    int e = ex[k];
+    double steps_hi = 0, steps_lo = 0;
+    int nx = k + 1 < nb ? ex[k + 1] : -1;
+    for (int s = 0; s < e; s++) {
+      double st = step_cost(M, s, n);
+      if (s > nx) steps_hi += st;
+      else steps_lo += st;
+    }
+    if (nx >= 0) {
+      double send = 2 * (M->a + M->b * n / (double)(2u << nx));
+      double fin = B + steps_hi + send + steps_lo;
+      if (fin > end) end = fin;
+      B = B + steps_hi + send;
+    } else {
+      double fin = B + steps_hi + steps_lo;
+      if (fin > end) end = fin;
+    }
+  }
+  return end;
+}
+
+static double cost_binary_blocks(const redcoll__mach *M, const redcoll__cost_args *a) {
+  int ex[32], nb = 0;
+  for (int e = 30; e >= 0; e--)
+    if ((a->p >> e) & 1) ex[nb++] = e;
+  double n = (double)a->count * (double)a->esize;
+  double A = chain_cost(M, ex, nb, n);
+  if (a->coll != REDCOLL_COLL_REDUCE) return allgather_cost(M, ex, nb, n, A);
+  double t = A;
+  for (int s = 0; s < ex[0]; s++) t += step_cost(M, s, n);
+  return t;
+}
+
+/* ---- registry ------------------------------------------------------------ */
+
 const redcoll__algo_entry redcoll__algos_binary_blocks[] = {
-    {REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_BINARY_BLOCKS, allreduce_binary_blocks, 0},
-    {REDCOLL_COLL_REDUCE, REDCOLL_ALGO_BINARY_BLOCKS, reduce_binary_blocks, 0},
-    {REDCOLL_COLL_COUNT, REDCOLL_ALGO_AUTO, NULL, 0},
+    {REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_BINARY_BLOCKS, allreduce_binary_blocks,
+     cost_binary_blocks, 0},
+    {REDCOLL_COLL_REDUCE, REDCOLL_ALGO_BINARY_BLOCKS, reduce_binary_blocks, cost_binary_blocks, 0},
+    {REDCOLL_COLL_COUNT, REDCOLL_ALGO_AUTO, NULL, NULL, 0},
 };

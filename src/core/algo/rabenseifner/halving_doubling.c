@@ -47,6 +47,7 @@
  * ranks 0,2,4,5, and 0->1, 2->3 send it to the removed ranks.
  */
 #include "internal.h"
+#include "select/cost.h"
 #include "algo/rabenseifner/rabenseifner.h"
 
 /* Room for `need` incoming elements that overlaps no live data of w, or the
@@ -201,8 +202,28 @@ static int reduce_halving_doubling(const redcoll__call *call) {
   return REDCOLL_OK;
 }
 
+/* ---- cost ---------------------------------------------------------------- */
+
+/* The butterfly over pp = 2^k ranks halving at every level, routed back;
+ * for p not a power of two the pair step before (exchange halves, reduce,
+ * send the reduced half) and, for allreduce, the result's return after. */
+static double cost_halving_doubling(const redcoll__mach *M, const redcoll__cost_args *a) {
+  int p = a->p, k = redcoll__ilog2_floor(p), pp = 1 << k;
+  size_t n = a->count, es = a->esize;
+  if (p == pp) return redcoll__cost_butterfly(M, k, k, n, es, 1);
+  double half = redcoll__cost_piece(n, 1, es), m = (double)n * (double)es;
+  double time = redcoll__cost_rnd(M, half, half) + redcoll__cost_rnd(M, half, 0) +
+                redcoll__cost_butterfly(M, k, k, n, es, 1);
+  if (a->coll != REDCOLL_COLL_REDUCE) time += redcoll__cost_rnd(M, m, 0);
+  return time;
+}
+
+/* ---- registry ------------------------------------------------------------ */
+
 const redcoll__algo_entry redcoll__algos_halving_doubling[] = {
-    {REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_HALVING_DOUBLING, allreduce_halving_doubling, 0},
-    {REDCOLL_COLL_REDUCE, REDCOLL_ALGO_HALVING_DOUBLING, reduce_halving_doubling, 0},
-    {REDCOLL_COLL_COUNT, REDCOLL_ALGO_AUTO, NULL, 0},
+    {REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_HALVING_DOUBLING, allreduce_halving_doubling,
+     cost_halving_doubling, 0},
+    {REDCOLL_COLL_REDUCE, REDCOLL_ALGO_HALVING_DOUBLING, reduce_halving_doubling,
+     cost_halving_doubling, 0},
+    {REDCOLL_COLL_COUNT, REDCOLL_ALGO_AUTO, NULL, NULL, 0},
 };

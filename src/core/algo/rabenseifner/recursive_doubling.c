@@ -29,6 +29,7 @@
  * (the whole sum everywhere); then 0->1 and 2->3.
  */
 #include "internal.h"
+#include "select/cost.h"
 #include "algo/rabenseifner/rabenseifner.h"
 
 static int allreduce_recursive_doubling(const redcoll__call *call) {
@@ -63,7 +64,18 @@ static int allreduce_recursive_doubling(const redcoll__call *call) {
   return REDCOLL_OK;
 }
 
+/* k = floor(log2 p) exchanges of the whole vector, and for p not a power
+ * of two the pair step before and the result's return after. */
+static double cost_recursive_doubling(const redcoll__mach *M, const redcoll__cost_args *a) {
+  int p = a->p, k = redcoll__ilog2_floor(p);
+  double m = (double)a->count * (double)a->esize;
+  double t = k * redcoll__cost_rnd(M, m, m);
+  if (p != 1 << k) t += redcoll__cost_rnd(M, m, m) + redcoll__cost_rnd(M, m, 0);
+  return t;
+}
+
 const redcoll__algo_entry redcoll__algos_recursive_doubling[] = {
-    {REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_RECURSIVE_DOUBLING, allreduce_recursive_doubling, 0},
-    {REDCOLL_COLL_COUNT, REDCOLL_ALGO_AUTO, NULL, 0},
+    {REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_RECURSIVE_DOUBLING, allreduce_recursive_doubling,
+     cost_recursive_doubling, 0},
+    {REDCOLL_COLL_COUNT, REDCOLL_ALGO_AUTO, NULL, NULL, 0},
 };
