@@ -39,7 +39,7 @@ struct redcoll_op {
   void *ctx;
 };
 
-/* ---- kernels (kernels.c) ------------------------------------------------- */
+/* ---- kernels (kernels/kernels.c) ------------------------------------------------- */
 
 /* REDCOLL_OK if op can reduce dt (a user op needs REDCOLL_CUSTOM and a
  * built-in op needs a built-in dtype; bitwise and logical ops need an integer
@@ -79,7 +79,7 @@ struct redcoll_comm {
                                           * error logs; NULL if not known */
   void *scratch[2];
   size_t scratch_cap[2];
-  /* Cost model of REDCOLL_ALGO_AUTO (select.c, cost.h): 0 not resolved
+  /* Cost model of REDCOLL_ALGO_AUTO (select/tuning.c, select/cost.h): 0 not resolved
    * yet, 1 resolved from the environment or the defaults, 2 set by the
    * user.  transport_name picks defaults and tuning-file entries. */
   int cost_state;
@@ -95,7 +95,7 @@ struct redcoll_comm {
   redcoll_results results;
 };
 
-/* The transport's count of ranks per CPU (select.c); every rank must
+/* The transport's count of ranks per CPU (select/tuning.c); every rank must
  * report the same. */
 void redcoll__comm_set_ranks_per_cpu_detected(redcoll_comm *c, double ranks_per_cpu);
 /* At the start of each collective: its deadline on the transport's clock
@@ -151,7 +151,7 @@ uint64_t redcoll__make_tag(uint64_t seq, redcoll_coll coll, uint64_t count, redc
  * and aborts the peers through the transport.  Returns status. */
 int redcoll__fail(redcoll_comm *c, int status);
 
-/* Diagnostics on stderr, quiet unless REDCOLL_LOG_LEVEL is error|warn|info|
+/* Diagnostics on stderr (log.c), quiet unless REDCOLL_LOG_LEVEL is error|warn|info|
  * debug (or 0..3).  Level 0 is an error. */
 int redcoll__log_level(void);
 
@@ -219,7 +219,7 @@ const redcoll__algo_entry *redcoll__algo_row(redcoll_coll coll, redcoll_algo alg
 /* The row of (coll, algo) that runs, or NULL. */
 const redcoll__algo_entry *redcoll__algo_find(redcoll_coll coll, redcoll_algo algo);
 
-/* AUTO: the algorithm to run for this call (select.c).  Decides only from
+/* AUTO: the algorithm to run for this call (select/select.c).  Decides only from
  * values every rank shares. */
 redcoll_algo redcoll__select(const redcoll__call *call);
 

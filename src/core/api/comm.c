@@ -3,60 +3,12 @@
  * through (they stamp the running collective's tag and break the
  * communicator on the first error). */
 #include <ctype.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
+#include "env.h"
 #include "internal.h"
-
-static int log_level = -2; /* -2: not read yet */
-
-int redcoll__log_level(void) {
-  if (log_level == -2) {
-    const char *s = getenv("REDCOLL_LOG_LEVEL");
-    int v = -1;
-    if (s != NULL && *s != '\0') {
-      if (strcmp(s, "error") == 0) v = 0;
-      else if (strcmp(s, "warn") == 0) v = 1;
-      else if (strcmp(s, "info") == 0) v = 2;
-      else if (strcmp(s, "debug") == 0) v = 3;
-      else v = atoi(s);
-    }
-    log_level = v;
-  }
-  return log_level;
-}
-
-/* UINT64_MAX: not read yet.  Read once; every thread computes the same. */
-static uint64_t spin_ns = UINT64_MAX;
-
-uint64_t redcoll__spin_ns(void) {
-  uint64_t v = __atomic_load_n(&spin_ns, __ATOMIC_RELAXED);
-  if (v != UINT64_MAX) return v;
-  v = (uint64_t)REDCOLL__SPIN_US_DEFAULT * 1000;
-  const char *s = getenv("REDCOLL_SPIN_US");
-  if (s != NULL && *s != '\0') {
-    char *end;
-    unsigned long long us = strtoull(s, &end, 10);
-    if (*end == '\0' && us <= 1000000) v = (uint64_t)us * 1000;
-    else redcoll__log(1, "REDCOLL_SPIN_US=%s is not a number of microseconds up to 1000000; "
-                         "using %d", s, REDCOLL__SPIN_US_DEFAULT);
-  }
-  __atomic_store_n(&spin_ns, v, __ATOMIC_RELAXED);
-  return v;
-}
-
-void redcoll__log(int level, const char *fmt, ...) {
-  if (level > redcoll__log_level()) return;
-  static const char *const names[] = {"error", "warn", "info", "debug"};
-  va_list ap;
-  va_start(ap, fmt);
-  fprintf(stderr, "redcoll %s: ", names[level < 0 ? 0 : level > 3 ? 3 : level]);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
-  va_end(ap);
-}
 
 /* The members the struct's version requires. */
 static int ops_valid(const redcoll_transport_ops *ops) {
@@ -91,8 +43,8 @@ static int algos_from_env(redcoll_comm *c) {
     for (size_t i = 0; name[i] != '\0' && n + 1 < sizeof var; i++)
       var[n++] = (char)toupper((unsigned char)name[i]);
     var[n] = '\0';
-    const char *val = getenv(var);
-    if (val == NULL || *val == '\0') continue;
+    const char *val = redcoll__env(var);
+    if (val == NULL) continue;
     redcoll_algo a;
     if (redcoll_algo_parse(val, &a) != REDCOLL_OK || !redcoll_algo_supported((redcoll_coll)coll, a)) {
       redcoll__log(0, "rank %d: %s=%s names no %s algorithm", c->rank, var, val, name);
@@ -105,14 +57,17 @@ static int algos_from_env(redcoll_comm *c) {
 
 /* REDCOLL_RESULTS=identical|fast; anything else is an error. */
 static int results_from_env(redcoll_comm *c) {
-  const char *val = getenv("REDCOLL_RESULTS");
-  if (val == NULL || *val == '\0' || strcmp(val, "identical") == 0) return REDCOLL_OK;
-  if (strcmp(val, "fast") == 0) {
-    c->results = REDCOLL_RESULTS_FAST;
-    return REDCOLL_OK;
+  static const char *const words[] = {"identical", "fast", NULL};
+  int w;
+  int rc = redcoll__env_word("REDCOLL_RESULTS", words, &w);
+  if (rc == REDCOLL__ENV_UNSET) return REDCOLL_OK;
+  if (rc != REDCOLL_OK) {
+    redcoll__log(0, "rank %d: REDCOLL_RESULTS=%s: expected identical or fast", c->rank,
+                 redcoll__env("REDCOLL_RESULTS"));
+    return REDCOLL_EINVAL;
   }
-  redcoll__log(0, "rank %d: REDCOLL_RESULTS=%s: expected identical or fast", c->rank, val);
-  return REDCOLL_EINVAL;
+  if (w == 1) c->results = REDCOLL_RESULTS_FAST;
+  return REDCOLL_OK;
 }
 
 /* On failure impl stays the caller's: ops->destroy is called only by

@@ -1,9 +1,10 @@
 /*
  * The alpha-beta-gamma cost of every algorithm, as pure functions of values
  * that every rank shares, and the choice REDCOLL_ALGO_AUTO makes from them
- * (select.c).  Each algorithm family defines its cost functions next to its
- * algorithm and puts them in its registry rows; cost.c holds the arithmetic
- * they share.  No I/O, no allocation: the tests call them directly.
+ * (select.c), with the model resolved in tuning.c.  Each algorithm family
+ * defines its cost functions next to its algorithm and puts them in its
+ * registry rows; cost.c holds the arithmetic they share.  No I/O, no
+ * allocation: the tests call them directly.
  */
 #ifndef REDCOLL_COST_H
 #define REDCOLL_COST_H
@@ -84,6 +85,14 @@ redcoll__cost_model redcoll__cost_default(const char *transport);
  * malformed file (the reason is logged). */
 int redcoll__tuning_read(const char *path, const char *transport, redcoll__cost_model *cm,
                          size_t *threshold);
+
+/* A finite number >= 0: a valid alpha, beta, gamma or ranks per CPU. */
+int redcoll__cost_valid(double v);
+
+/* Resolves the communicator's ranks per CPU once (explicit setting, then
+ * REDCOLL_RANKS_PER_CPU, then what the transport detected).  REDCOLL_EINVAL
+ * if the variable is malformed (logged; the detected value is used). */
+int redcoll__rpc_resolve(redcoll_comm *c);
 
 /* Resolves the communicator's cost model once (explicit setting, then
  * REDCOLL_COST_MODEL, then REDCOLL_TUNING_FILE, then the transport's

@@ -1,0 +1,54 @@
+/* Diagnostics on stderr (redcoll__log and its level, REDCOLL_LOG_LEVEL) and
+ * how long transports spin before they sleep (REDCOLL_SPIN_US). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "env.h"
+#include "internal.h"
+
+static int log_level = -2; /* -2: not read yet */
+
+int redcoll__log_level(void) {
+  if (log_level == -2) {
+    const char *s = getenv("REDCOLL_LOG_LEVEL");
+    int v = -1;
+    if (s != NULL && *s != '\0') {
+      if (strcmp(s, "error") == 0) v = 0;
+      else if (strcmp(s, "warn") == 0) v = 1;
+      else if (strcmp(s, "info") == 0) v = 2;
+      else if (strcmp(s, "debug") == 0) v = 3;
+      else v = atoi(s);
+    }
+    log_level = v;
+  }
+  return log_level;
+}
+
+/* UINT64_MAX: not read yet.  Read once; every thread computes the same. */
+static uint64_t spin_ns = UINT64_MAX;
+
+uint64_t redcoll__spin_ns(void) {
+  uint64_t v = __atomic_load_n(&spin_ns, __ATOMIC_RELAXED);
+  if (v != UINT64_MAX) return v;
+  v = (uint64_t)REDCOLL__SPIN_US_DEFAULT * 1000;
+  uint64_t us;
+  int rc = redcoll__env_u64("REDCOLL_SPIN_US", 1000000, &us);
+  if (rc == REDCOLL_OK) v = us * 1000;
+  else if (rc != REDCOLL__ENV_UNSET)
+    redcoll__log(1, "REDCOLL_SPIN_US=%s is not a number of microseconds up to 1000000; using %d",
+                 redcoll__env("REDCOLL_SPIN_US"), REDCOLL__SPIN_US_DEFAULT);
+  __atomic_store_n(&spin_ns, v, __ATOMIC_RELAXED);
+  return v;
+}
+
+void redcoll__log(int level, const char *fmt, ...) {
+  if (level > redcoll__log_level()) return;
+  static const char *const names[] = {"error", "warn", "info", "debug"};
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "redcoll %s: ", names[level < 0 ? 0 : level > 3 ? 3 : level]);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+}
