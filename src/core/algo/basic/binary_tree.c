@@ -1,5 +1,5 @@
 /*
- * Binomial trees ("binary_tree"), rabenseifner-2004 section 2.3.  For short
+ * Binomial trees ("binary_tree"), Rabenseifner (2004) section 2.3.  For short
  * vectors: fewest rounds, whole vectors in every message.
  *
  * reduce: a binomial tree toward the root that keeps rank order

@@ -1,6 +1,6 @@
 /*
  * Pairwise-exchange reduce-scatter with a ring allgather ("ring"),
- * rabenseifner-2004 section 2.7 (after Thakur and Gropp).  For long vectors
+ * Rabenseifner (2004) section 2.7 (after Thakur and Gropp).  For long vectors
  * and few ranks: bandwidth optimal for any p, latency linear in p.
  *
  * The vector is cut into p chunks (the first n % p one element longer);

@@ -675,7 +675,8 @@ const redcoll__algo_entry redcoll__algos_circulant[] = {
      cost_allreduce_rsag, REDCOLL__NEEDS_COMMUTATIVE},
     {REDCOLL_COLL_REDUCE, REDCOLL_ALGO_CIRCULANT, reduce_circulant, cost_reduce,
      REDCOLL__NEEDS_COMMUTATIVE},
-    {REDCOLL_COLL_REDUCE, REDCOLL_ALGO_CIRCULANT_RSAG, reduce_circulant_rsag, NULL, /* not modelled */
+    /* Not modelled: AUTO never picks it for reduce. */
+    {REDCOLL_COLL_REDUCE, REDCOLL_ALGO_CIRCULANT_RSAG, reduce_circulant_rsag, NULL,
      REDCOLL__NEEDS_COMMUTATIVE},
     {REDCOLL_COLL_REDUCE_SCATTER_BLOCK, REDCOLL_ALGO_CIRCULANT, reduce_scatter_circulant,
      cost_reduce_scatter, REDCOLL__NEEDS_COMMUTATIVE},

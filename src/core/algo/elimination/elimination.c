@@ -1,6 +1,6 @@
 /*
  * Elimination algorithms for allreduce and reduce with any p
- * (rabenseifner-traeff-2004, sections 2, 3.1-3.3).
+ * (Rabenseifner and Traeff 2004, sections 2, 3.1-3.3).
  *
  * All three run the hybrid butterfly: while the current piece is larger than
  * the threshold b (comm->threshold bytes) a merge halves it (recursive vector

@@ -1,5 +1,5 @@
 /*
- * Schedules of the elimination family (rabenseifner-traeff-2004), as pure
+ * Schedules of the elimination family (Rabenseifner and Traeff 2004), as pure
  * functions: no I/O, no allocation, so the tests can inspect them.
  *
  * A schedule is built in two stages.

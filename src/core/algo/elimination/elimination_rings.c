@@ -1,6 +1,6 @@
 /*
  * elimination_rings: allreduce and reduce for p = 2^n q_1 ... q_h with small
- * rings for the factors 3 (rabenseifner-traeff-2004, sections 3.4 and 3.6).
+ * rings for the factors 3 (Rabenseifner and Traeff 2004, sections 3.4 and 3.6).
  *
  * p = 2^n 3^a q (q odd, not a multiple of 3) is run in stages over the
  * mixed-radix digits of the rank: first n butterfly stages (radix 2), then

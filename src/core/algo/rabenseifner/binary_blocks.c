@@ -1,5 +1,5 @@
 /*
- * Binary blocks ("binary_blocks"), rabenseifner-2004 section 2.6 and
+ * Binary blocks ("binary_blocks"), Rabenseifner (2004) section 2.6 and
  * section 3.6 of the extended version.  For long vectors and p that is not a
  * power of two with small gaps between the exponents of its binary form.
  *

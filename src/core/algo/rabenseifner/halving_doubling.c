@@ -1,5 +1,5 @@
 /*
- * Recursive halving and doubling ("halving_doubling"), rabenseifner-2004
+ * Recursive halving and doubling ("halving_doubling"), Rabenseifner (2004)
  * section 2.5.  For long vectors.
  *
  * p = pp + r with pp the largest power of two <= p.  If r > 0, the ranks

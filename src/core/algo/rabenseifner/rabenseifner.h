@@ -4,7 +4,7 @@
  * block arithmetic, no I/O, shared by the family files and reachable from
  * unit tests.
  *
- * Terms (rabenseifner-2004, section 2.5): p = pp + r with pp the largest power
+ * Terms (Rabenseifner 2004, section 2.5): p = pp + r with pp the largest power
  * of two <= p.  The first 2r ranks form r pairs (2i, 2i+1); one rank of each
  * pair is "removed" after the first step and the other survives with new
  * rank i; ranks 2r..p-1 get new ranks r..pp-1.  The survivor is the even

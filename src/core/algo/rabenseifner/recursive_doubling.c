@@ -1,5 +1,5 @@
 /*
- * Recursive doubling allreduce ("recursive_doubling"), rabenseifner-2004
+ * Recursive doubling allreduce ("recursive_doubling"), Rabenseifner (2004)
  * section 2.4.  For short vectors: every step exchanges the whole vector.
  *
  * p = pp + r with pp the largest power of two <= p.  If r > 0, each odd rank
