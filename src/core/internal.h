@@ -9,10 +9,10 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "base.h"
 #include "redcoll/redcoll.h"
 #include "redcoll/transport.h"
 
-#define REDCOLL__HIDDEN __attribute__((visibility("hidden")))
 
 /* ---- operators ---------------------------------------------------------- */
 
@@ -151,19 +151,6 @@ uint64_t redcoll__make_tag(uint64_t seq, redcoll_coll coll, uint64_t count, redc
  * and aborts the peers through the transport.  Returns status. */
 int redcoll__fail(redcoll_comm *c, int status);
 
-/* Diagnostics on stderr (log.c), quiet unless REDCOLL_LOG_LEVEL is error|warn|info|
- * debug (or 0..3).  Level 0 is an error. */
-int redcoll__log_level(void);
-
-/* How long (ns) a transport waiting for a peer polls, yielding the CPU
- * between polls, before it sleeps in the kernel: REDCOLL_SPIN_US, default
- * REDCOLL__SPIN_US_DEFAULT.  A process or thread that sleeps leaves its CPU
- * idle, and on a virtual machine waking an idle CPU costs tens of
- * microseconds, more than a small message's transfer; one that yields lets
- * the other ranks on its CPU run meanwhile. */
-#define REDCOLL__SPIN_US_DEFAULT 100
-uint64_t redcoll__spin_ns(void);
-void redcoll__log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ---- algorithm registry (algo/registry.c) --------------------------------------- */
 

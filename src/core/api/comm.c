@@ -109,6 +109,10 @@ REDCOLL_API redcoll_results redcoll_comm_get_results(const redcoll_comm *c) {
   return c != NULL ? c->results : REDCOLL_RESULTS_IDENTICAL;
 }
 
+void *redcoll__comm_transport(const redcoll_comm *c, const redcoll_transport_ops *ops) {
+  return c != NULL && c->ops == ops ? c->impl : NULL;
+}
+
 REDCOLL_API int redcoll_comm_rank(const redcoll_comm *c) { return c ? c->rank : REDCOLL_EINVAL; }
 REDCOLL_API int redcoll_comm_size(const redcoll_comm *c) { return c ? c->size : REDCOLL_EINVAL; }
 REDCOLL_API int redcoll_comm_error(const redcoll_comm *c) { return c ? c->error : REDCOLL_EINVAL; }

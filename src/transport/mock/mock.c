@@ -33,7 +33,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "base.h"
 #include "redcoll/mock.h"
 #include "redcoll/transport.h"
 

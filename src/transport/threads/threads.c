@@ -32,7 +32,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "internal.h"
+#include "base.h"
 #include "redcoll/threads.h"
 #include "redcoll/transport.h"
 

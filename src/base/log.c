@@ -4,8 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "env.h"
-#include "internal.h"
+#include "base.h"
 
 static int log_level = -2; /* -2: not read yet */
 

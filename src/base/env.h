@@ -1,5 +1,6 @@
 /*
- * The core's one reader of environment variables: each function returns
+ * The one reader of environment variables, for the core and the transports:
+ * each function returns
  * REDCOLL__ENV_UNSET for a variable that is unset or empty, REDCOLL_OK with
  * the value stored, or REDCOLL_EINVAL (nothing stored) for a value that is
  * not what the caller expects; the caller logs that once, with the

@@ -4,8 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "env.h"
-#include "internal.h"
+#include "base.h"
 
 const char *redcoll__env(const char *name) {
   const char *s = getenv(name);

@@ -1,0 +1,45 @@
+/*
+ * What the core and the transports share, and all a transport sees of
+ * redcoll besides the public headers: logging, the environment parser, the
+ * spin-then-sleep policy of a waiting rank, and the accessor that finds a
+ * transport's state behind a communicator.  Transports are compiled with
+ * include/ and this folder alone on their include path, so they cannot
+ * reach the core's internals (src/core/internal.h).
+ */
+#ifndef REDCOLL_BASE_H
+#define REDCOLL_BASE_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "env.h"
+#include "redcoll/redcoll.h"
+#include "redcoll/transport.h"
+
+#define REDCOLL__HIDDEN __attribute__((visibility("hidden")))
+
+/* ---- logging (log.c) ----------------------------------------------------- */
+
+/* Diagnostics on stderr, quiet unless REDCOLL_LOG_LEVEL is error|warn|info|
+ * debug (or 0..3).  Level 0 is an error. */
+int redcoll__log_level(void);
+void redcoll__log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- waiting (log.c) ----------------------------------------------------- */
+
+/* How long (ns) a transport waiting for a peer polls, yielding the CPU
+ * between polls, before it sleeps in the kernel: REDCOLL_SPIN_US, default
+ * REDCOLL__SPIN_US_DEFAULT.  A process or thread that sleeps leaves its CPU
+ * idle, and on a virtual machine waking an idle CPU costs tens of
+ * microseconds, more than a small message's transfer; one that yields lets
+ * the other ranks on its CPU run meanwhile. */
+#define REDCOLL__SPIN_US_DEFAULT 100
+uint64_t redcoll__spin_ns(void);
+
+/* ---- the accessor (core: api/comm.c) ------------------------------------- */
+
+/* The transport state (impl) of communicator c if c runs over ops, else
+ * NULL: for a transport's own public functions that take a communicator. */
+void *redcoll__comm_transport(const redcoll_comm *c, const redcoll_transport_ops *ops);
+
+#endif /* REDCOLL_BASE_H */
