@@ -27,7 +27,7 @@ for src in "$root"/fuzz/fuzz_*.c; do
   # shellcheck disable=SC2086
   clang -g -O1 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror \
     -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-    -I"$root/include" -I"$root/src/core" -I"$root/src" $uv_cflags \
+    -I"$root/include" -I"$root/src/base" -I"$root/src" $uv_cflags \
     "$src" "$root/src/transport/tcp/wire.c" -o "$out/$name"
   corpus="$out/corpus-$target"
   mkdir -p "$corpus"

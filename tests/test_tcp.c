@@ -11,7 +11,7 @@
 #include "test.h"
 #include "tcp_runner.h"
 
-#include "internal.h"
+#include "raw.h"
 #include "transport/tcp/tcp_int.h"
 
 static double now_s(void) { return tcp_run__now(); }
@@ -27,16 +27,9 @@ typedef struct shared {
 
 static shared *shared_new(void) { return tcp_run_shared(sizeof(shared)); }
 
-static int t_send(redcoll_comm *c, int dst, uint64_t tag, const void *b, size_t n) {
-  return c->ops->send(c->impl, dst, tag, b, n);
-}
-static int t_recv(redcoll_comm *c, int src, uint64_t tag, void *b, size_t n) {
-  return c->ops->recv(c->impl, src, tag, b, n);
-}
-static int t_sendrecv(redcoll_comm *c, int dst, uint64_t stag, const void *sb, size_t sn, int src,
-                      uint64_t rtag, void *rb, size_t rn) {
-  return c->ops->sendrecv(c->impl, dst, stag, sb, sn, src, rtag, rb, rn);
-}
+#define t_send raw_send
+#define t_recv raw_recv
+#define t_sendrecv raw_exchange
 
 static unsigned char pat(int from, size_t i, uint64_t salt) {
   return (unsigned char)(i * 131u + (size_t)from * 7u + salt * 13u + (i >> 12));

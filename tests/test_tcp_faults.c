@@ -38,7 +38,7 @@
 #include "test.h"
 #include "tcp_runner.h"
 
-#include "internal.h"
+#include "raw.h"
 #include "redcoll/threads.h"
 #include "transport/tcp/tcp_int.h"
 
@@ -317,8 +317,8 @@ static int rank_job(redcoll_comm *c, void *arg) {
       close(lfd);
       if (rc == REDCOLL_OK) {
         uint64_t v = 42;
-        rc = o->ops->send(o->impl, 1, 1, &v, sizeof v);
-        if (rc == REDCOLL_OK) rc = o->ops->recv(o->impl, 1, 1, &v, sizeof v);
+        rc = raw_send(o, 1, 1, &v, sizeof v);
+        if (rc == REDCOLL_OK) rc = raw_recv(o, 1, 1, &v, sizeof v);
       }
       redcoll_comm_destroy(o);
       sh->other_rc = rc;

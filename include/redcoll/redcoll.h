@@ -299,9 +299,6 @@ REDCOLL_API int redcoll_comm_get_cost_model(redcoll_comm *c, double *alpha, doub
  * REDCOLL_EINVAL if the file is unreadable, malformed or has no entry that
  * applies. */
 REDCOLL_API int redcoll_comm_load_tuning(redcoll_comm *c, const char *path);
-/* Names the transport ("mock", "threads", "tcp", or a name of your own, at
- * most 15 characters) for the default cost model and the tuning file. */
-REDCOLL_API int redcoll_comm_set_transport_name(redcoll_comm *c, const char *name);
 /* How many ranks share one CPU on the busiest host (f); every rank must
  * use the same value.  f <= 1 (the default): no CPU is shared.  With f > 1
  * a round waits for the f ranks of a CPU to take turns, so AUTO charges

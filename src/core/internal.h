@@ -81,10 +81,9 @@ struct redcoll_comm {
   size_t scratch_cap[2];
   /* Cost model of REDCOLL_ALGO_AUTO (select/tuning.c, select/cost.h): 0 not resolved
    * yet, 1 resolved from the environment or the defaults, 2 set by the
-   * user.  transport_name picks defaults and tuning-file entries. */
+   * user.  info.name picks the tuning-file entry, info the defaults. */
   int cost_state;
   double cost_alpha, cost_beta, cost_gamma;
-  char transport_name[16];
   /* Ranks per CPU (redcoll_comm_set_ranks_per_cpu): the value AUTO uses,
    * resolved like the cost model (state 0, 1, 2), and what the transport
    * found. */

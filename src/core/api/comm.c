@@ -28,7 +28,6 @@ static int ask_info(redcoll_comm *c) {
                  c->rank);
     return REDCOLL_EINVAL;
   }
-  if (c->info.name[0] != '\0') redcoll_comm_set_transport_name(c, c->info.name);
   redcoll__comm_set_ranks_per_cpu_detected(c, c->info.ranks_per_cpu);
   return REDCOLL_OK;
 }
@@ -227,11 +226,15 @@ static void describe(const redcoll_comm *c, char *buf, size_t n) {
  * everyone already. */
 static int fail_with(redcoll_comm *c, int status, const char *what) {
   if (c->error == REDCOLL_OK) {
-    char view[192];
+    char view[192], deadline[64] = "";
     c->error = status;
     describe(c, view, sizeof view);
-    redcoll__log(status == REDCOLL_EABORTED ? 2 : 0, "rank %d: %s failed in %s: %s (%s)", c->rank,
-                 view, what, redcoll_status_name(status), redcoll_strerror(status));
+    if (status == REDCOLL_ETIMEDOUT && c->timeout_ms != 0)
+      snprintf(deadline, sizeof deadline, ", with the collective's deadline of %llu ms",
+               (unsigned long long)c->timeout_ms);
+    redcoll__log(status == REDCOLL_EABORTED ? 2 : 0, "rank %d: %s failed in %s: %s (%s)%s",
+                 c->rank, view, what, redcoll_status_name(status), redcoll_strerror(status),
+                 deadline);
     if (status != REDCOLL_EABORTED && c->ops->abort != NULL) c->ops->abort(c->impl, status);
   }
   return status;

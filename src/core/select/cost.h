@@ -76,7 +76,7 @@ redcoll_algo redcoll__cost_select(const redcoll__cost_args *a, unsigned exclude,
 
 /* Built-in cost model of a transport ("mock", "threads", "tcp"); NULL or
  * an unknown name gives the commodity-cluster default. */
-redcoll__cost_model redcoll__cost_default(const char *transport);
+redcoll__cost_model redcoll__cost_default(void);
 
 /* Parses a tuning file (format in docs/tuning.md) and stores the entry for
  * transport (or the "default" entry) in *cm and, when the entry sets one,

@@ -14,19 +14,9 @@
 
 /* ---- defaults ---------------------------------------------------------- */
 
-redcoll__cost_model redcoll__cost_default(const char *transport) {
-  /* The simulator's own default (alpha 1, beta = gamma = 0): the mock's
-   * runner sets its actual configuration. */
-  if (transport != NULL && strcmp(transport, "mock") == 0) return (redcoll__cost_model){1, 0, 0};
-  /* Ranks as threads: a hand-over through shared memory costs about a
-   * microsecond, the single copy runs at memory bandwidth. */
-  if (transport != NULL && strcmp(transport, "threads") == 0)
-    return (redcoll__cost_model){2e-6, 1e-10, 2.5e-10};
-  /* TCP between processes through libuv (loopback or a LAN). */
-  if (transport != NULL && strcmp(transport, "tcp") == 0)
-    return (redcoll__cost_model){3e-5, 1e-9, 2.5e-10};
+redcoll__cost_model redcoll__cost_default(void) {
   /* A commodity cluster: 10 us latency, about 1 GB/s per link, a
-   * reduction at 4 GB/s. */
+   * reduction at 4 GB/s.  Transports propose their own (their info). */
   return (redcoll__cost_model){1e-5, 1e-9, 2.5e-10};
 }
 
@@ -103,17 +93,18 @@ int redcoll__tuning_read(const char *path, const char *transport, redcoll__cost_
 /* ---- the communicator's model ------------------------------------------ */
 
 /* The transport's own default (a version 3 transport's info), else the
- * built-in one for its name. */
-static redcoll__cost_model transport_default(const redcoll_comm *c, const char *tname) {
+ * library's. */
+static redcoll__cost_model transport_default(const redcoll_comm *c) {
   const redcoll_transport_info *i = &c->info;
-  if (i->alpha > 0 || i->beta > 0 || i->gamma > 0) return (redcoll__cost_model){i->alpha, i->beta, i->gamma};
-  return redcoll__cost_default(tname);
+  if (i->alpha > 0 || i->beta > 0 || i->gamma > 0)
+    return (redcoll__cost_model){i->alpha, i->beta, i->gamma};
+  return redcoll__cost_default();
 }
 
 int redcoll__cost_resolve(redcoll_comm *c) {
   if (c->cost_state != 0) return REDCOLL_OK;
-  const char *tname = c->transport_name[0] ? c->transport_name : NULL;
-  redcoll__cost_model cm = transport_default(c, tname);
+  const char *tname = c->info.name[0] ? c->info.name : NULL;
+  redcoll__cost_model cm = transport_default(c);
   int rc = REDCOLL_OK;
   const char *file = redcoll__env("REDCOLL_TUNING_FILE");
   double v[3];
@@ -130,7 +121,7 @@ int redcoll__cost_resolve(redcoll_comm *c) {
       redcoll__log(2, "tuning file %s: no entry for %s, defaults used", file,
                    tname ? tname : "this transport");
     } else if (r != REDCOLL_OK) {
-      cm = transport_default(c, tname);
+      cm = transport_default(c);
       rc = r;
     }
   }
@@ -165,10 +156,10 @@ REDCOLL_API int redcoll_comm_get_cost_model(redcoll_comm *c, double *alpha, doub
 REDCOLL_API int redcoll_comm_load_tuning(redcoll_comm *c, const char *path) {
   if (c == NULL || path == NULL) return REDCOLL_EINVAL;
   redcoll__cost_model cm;
-  int rc = redcoll__tuning_read(path, c->transport_name[0] ? c->transport_name : NULL, &cm, NULL);
+  int rc = redcoll__tuning_read(path, c->info.name[0] ? c->info.name : NULL, &cm, NULL);
   if (rc == 1) {
     redcoll__log(0, "tuning file %s: no entry for %s and no default entry", path,
-                 c->transport_name[0] ? c->transport_name : "this transport");
+                 c->info.name[0] ? c->info.name : "this transport");
     return REDCOLL_EINVAL;
   }
   if (rc != REDCOLL_OK) return rc;
@@ -212,11 +203,4 @@ REDCOLL_API int redcoll_comm_get_ranks_per_cpu(redcoll_comm *c, double *ranks_pe
   int rc = redcoll__rpc_resolve(c);
   if (ranks_per_cpu != NULL) *ranks_per_cpu = c->ranks_per_cpu;
   return rc;
-}
-
-REDCOLL_API int redcoll_comm_set_transport_name(redcoll_comm *c, const char *name) {
-  if (c == NULL || name == NULL || strlen(name) >= sizeof c->transport_name) return REDCOLL_EINVAL;
-  strcpy(c->transport_name, name);
-  if (c->cost_state == 1) c->cost_state = 0; /* resolve again with the new name */
-  return REDCOLL_OK;
 }

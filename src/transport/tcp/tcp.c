@@ -920,10 +920,10 @@ static int wait_for(redcoll__tcp *t, wait_set *w, const char *what, int peer) {
   t->timed_out = 0;
   uv_update_time(&t->loop); /* the loop's clock is stale between calls */
   /* The tighter of the wait's timeout and the collective's deadline. */
-  uint64_t ms = t->timeout_ms, now = uv_now(&t->loop);
+  uint64_t ms = t->timeout_ms, now = uv_hrtime();
   int by_deadline = 0;
-  if (t->coll_timeout_ms != 0 && t->have_coll_tag) {
-    uint64_t left = t->coll_deadline > now ? t->coll_deadline - now : 0;
+  if (t->coll_deadline_ns != UINT64_MAX) {
+    uint64_t left = t->coll_deadline_ns > now ? (t->coll_deadline_ns - now + 999999) / 1000000 : 0;
     if (left <= ms) {
       ms = left;
       by_deadline = 1;
@@ -940,9 +940,9 @@ static int wait_for(redcoll__tcp *t, wait_set *w, const char *what, int peer) {
       char a[64];
       if (by_deadline)
         set_fatal(t, REDCOLL_ETIMEDOUT,
-                  "%s rank %d (%s): the collective did not finish within its deadline of %llu ms",
-                  what, peer, peer_addr(t, peer, a, sizeof a),
-                  (unsigned long long)t->coll_timeout_ms);
+                  "%s rank %d (%s): the collective did not finish within its deadline "
+                  "(redcoll_comm_set_timeout)",
+                  what, peer, peer_addr(t, peer, a, sizeof a));
       else
         set_fatal(t, REDCOLL_ETIMEDOUT, "%s rank %d (%s) did not complete within %llu ms", what,
                   peer, peer_addr(t, peer, a, sizeof a), (unsigned long long)t->timeout_ms);
@@ -1004,20 +1004,6 @@ static int call_enter(redcoll__tcp *t) {
   return REDCOLL_OK;
 }
 
-/* A call with a tag other than the last one starts a new collective: its
- * deadline starts now (the simulator does the same). */
-static void coll_mark(redcoll__tcp *t, uint64_t tag) {
-  if (t->coll_timeout_ms == 0) {
-    t->have_coll_tag = 0;
-    return;
-  }
-  if (t->have_coll_tag && tag == t->coll_tag) return;
-  uv_update_time(&t->loop);
-  t->coll_tag = tag;
-  t->have_coll_tag = 1;
-  t->coll_deadline = uv_now(&t->loop) + t->coll_timeout_ms;
-}
-
 static int post_send(redcoll__tcp *t, redcoll__tcp_send *s) {
   redcoll__tcp_peer *p = &t->peers[s->dst];
   if (p->err_send != REDCOLL_OK) {
@@ -1058,7 +1044,6 @@ static int tcp_send(void *impl, int dst, uint64_t tag, const void *buf, size_t l
   if (rc != REDCOLL_OK) return rc;
   redcoll__tcp_send s = {.dst = dst, .tag = tag, .buf = buf, .len = len};
   wait_set w = {&s, NULL};
-  coll_mark(t, tag);
   rc = post_send(t, &s);
   if (rc == REDCOLL_OK) rc = wait_for(t, &w, "sending to", dst);
   t->in_call = 0;
@@ -1072,7 +1057,6 @@ static int tcp_recv(void *impl, int src, uint64_t tag, void *buf, size_t len) {
   if (rc != REDCOLL_OK) return rc;
   redcoll__tcp_recv r = {.src = src, .tag = tag, .buf = buf, .len = len};
   wait_set w = {NULL, &r};
-  coll_mark(t, tag);
   rc = post_recv(t, &r);
   if (rc == REDCOLL_OK) rc = wait_for(t, &w, "receiving from", src);
   t->in_call = 0;
@@ -1089,7 +1073,6 @@ static int tcp_sendrecv(void *impl, int dst, uint64_t stag, const void *sbuf, si
   redcoll__tcp_recv r = {.src = src, .tag = rtag, .buf = rbuf, .len = rlen};
   redcoll__tcp_send s = {.dst = dst, .tag = stag, .buf = sbuf, .len = slen};
   wait_set w = {&s, &r};
-  coll_mark(t, stag);
   /* The receive goes first, so the peer's data can flow while we send. */
   rc = post_recv(t, &r);
   if (rc == REDCOLL_OK) rc = post_send(t, &s);
@@ -1173,22 +1156,45 @@ static void tcp_destroy(void *impl) {
   free(t);
 }
 
-static int tcp_set_timeout(void *impl, uint64_t ms) {
+/* The vtable's one transfer: the collective's deadline for the waits of
+ * this call, then a send, a receive or both. */
+static int tcp_exchange(void *impl, const redcoll_transport_ctx *ctx,
+                        const redcoll_transport_msg *s, const redcoll_transport_msg *v) {
   redcoll__tcp *t = impl;
-  t->coll_timeout_ms = ms;
-  t->have_coll_tag = 0;
+  t->coll_deadline_ns = ctx->deadline_ns;
+  if (s != NULL && v != NULL)
+    return tcp_sendrecv(t, s->peer, s->tag, s->buf, s->len, v->peer, v->tag, v->buf, v->len);
+  if (s != NULL) return tcp_send(t, s->peer, s->tag, s->buf, s->len);
+  if (v != NULL) return tcp_recv(t, v->peer, v->tag, v->buf, v->len);
+  return REDCOLL_EINVAL;
+}
+
+static uint64_t tcp_now(void *impl) {
+  (void)impl;
+  return uv_hrtime();
+}
+
+static double ranks_per_cpu(const redcoll__tcp *t);
+
+/* TCP between processes through libuv (loopback or a LAN). */
+static int tcp_info(void *impl, redcoll_transport_info *info) {
+  const redcoll__tcp *t = impl;
+  strcpy(info->name, "tcp");
+  info->alpha = 3e-5;
+  info->beta = 1e-9;
+  info->gamma = 2.5e-10;
+  info->ranks_per_cpu = ranks_per_cpu(t);
   return REDCOLL_OK;
 }
 
 static const redcoll_transport_ops tcp_ops = {
-    .version = 2,
-    .send = tcp_send,
-    .recv = tcp_recv,
-    .sendrecv = tcp_sendrecv,
+    .version = 3,
     .charge = NULL,
     .abort = tcp_abort,
     .destroy = tcp_destroy,
-    .set_timeout = tcp_set_timeout,
+    .info = tcp_info,
+    .now = tcp_now,
+    .exchange = tcp_exchange,
 };
 
 /* ---- construction --------------------------------------------------------- */
@@ -1224,6 +1230,7 @@ REDCOLL_API int redcoll_tcp_comm_create(const redcoll_tcp_config *cfg, redcoll_c
   t->rank = cfg->rank;
   t->size = cfg->size;
   t->timeout_ms = cfg->timeout_ms ? cfg->timeout_ms : REDCOLL_TCP_DEFAULT_TIMEOUT_MS;
+  t->coll_deadline_ns = UINT64_MAX;
   t->peers = calloc((size_t)cfg->size, sizeof *t->peers);
   if (t->peers == NULL) {
     rc = REDCOLL_ENOMEM;
@@ -1243,9 +1250,6 @@ REDCOLL_API int redcoll_tcp_comm_create(const redcoll_tcp_config *cfg, redcoll_c
   if (rc != REDCOLL_OK) goto fail;
   rc = redcoll_comm_create(&tcp_ops, t, cfg->rank, cfg->size, out);
   if (rc != REDCOLL_OK) goto fail; /* t is still ours */
-  /* AUTO then uses the tcp line of the tuning file or the TCP defaults. */
-  redcoll_comm_set_transport_name(*out, "tcp");
-  redcoll__comm_set_ranks_per_cpu_detected(*out, ranks_per_cpu(t));
   return rc;
 
 fail:
@@ -1262,15 +1266,15 @@ REDCOLL_API int redcoll_tcp_comm_create_from_env(redcoll_comm **out) {
 }
 
 REDCOLL_API int redcoll_tcp_comm_set_timeout(redcoll_comm *c, uint64_t timeout_ms) {
-  if (c == NULL || c->ops != &tcp_ops) return REDCOLL_EINVAL;
-  redcoll__tcp *t = c->impl;
+  redcoll__tcp *t = redcoll__comm_transport(c, &tcp_ops);
+  if (t == NULL) return REDCOLL_EINVAL;
   t->timeout_ms = timeout_ms ? timeout_ms : REDCOLL_TCP_DEFAULT_TIMEOUT_MS;
   return REDCOLL_OK;
 }
 
 REDCOLL_API int redcoll_tcp_comm_address(const redcoll_comm *c, char *buf, size_t len) {
-  if (c == NULL || c->ops != &tcp_ops || buf == NULL || len == 0) return REDCOLL_EINVAL;
-  const redcoll__tcp *t = c->impl;
+  const redcoll__tcp *t = redcoll__comm_transport(c, &tcp_ops);
+  if (t == NULL || buf == NULL || len == 0) return REDCOLL_EINVAL;
   redcoll__tcp_addr_str(&t->self, buf, len);
   return REDCOLL_OK;
 }

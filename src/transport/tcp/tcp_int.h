@@ -7,7 +7,7 @@
 
 #include <uv.h>
 
-#include "internal.h"
+#include "base.h"
 #include "redcoll/tcp.h"
 
 /* ---- wire format --------------------------------------------------------- */
@@ -192,12 +192,10 @@ struct redcoll__tcp {
   uv_timer_t timer;
   int timer_init;
   int timed_out;
-  /* The collective deadline (redcoll_comm_set_timeout): a new tag starts a
-   * new collective, which must finish coll_timeout_ms after it started on
-   * this rank (0: none).  Times are uv_now() of the loop. */
-  uint64_t coll_timeout_ms;
-  uint64_t coll_tag, coll_deadline;
-  int have_coll_tag;
+  /* The deadline of the collective of the running call, passed by the core
+   * (redcoll_comm_set_timeout), in uv_hrtime() nanoseconds; UINT64_MAX:
+   * none. */
+  uint64_t coll_deadline_ns;
   redcoll__tcp_peer *peers;
   redcoll__tcp_conn conns; /* list head of every connection */
   int ctl_pending;         /* BYE / ABORT / HELLO writes in flight */
