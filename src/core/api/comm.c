@@ -1,7 +1,6 @@
-/* The communicator: creation from a transport vtable, settings, scratch
- * memory, and the point-to-point and reduction helpers every algorithm goes
- * through (they stamp the running collective's tag and break the
- * communicator on the first error). */
+/* The communicator: creation from a transport vtable, its settings, abort,
+ * the deadline of each collective and the tag of each call.  What
+ * algorithms send and receive with is in algo/io.c. */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,25 +150,6 @@ REDCOLL_API size_t redcoll_comm_get_threshold(const redcoll_comm *c) {
   return c ? c->threshold : 0;
 }
 
-void *redcoll__scratch(redcoll_comm *c, int which, size_t bytes) {
-  if (bytes == 0) bytes = 1;
-  if (c->scratch_cap[which] < bytes) {
-    /* Grow geometrically so a sequence of growing calls allocates rarely. */
-    size_t cap = c->scratch_cap[which] * 2;
-    if (cap < bytes) cap = bytes;
-    void *p = malloc(cap);
-    if (p == NULL) {
-      p = malloc(bytes);
-      cap = bytes;
-      if (p == NULL) return NULL;
-    }
-    free(c->scratch[which]);
-    c->scratch[which] = p;
-    c->scratch_cap[which] = cap;
-  }
-  return c->scratch[which];
-}
-
 REDCOLL_API int redcoll_comm_set_timeout(redcoll_comm *c, uint64_t ms) {
   if (c == NULL) return REDCOLL_EINVAL;
   if (c->ops->version == 2 && c->ops->set_timeout != NULL) {
@@ -202,46 +182,6 @@ REDCOLL_API uint64_t redcoll_comm_get_timeout(const redcoll_comm *c) {
   return c ? c->timeout_ms : 0;
 }
 
-/* The running collective as this rank sees it, for error logs: what the tag
- * folds in, so that two ranks' lines can be compared. */
-static void describe(const redcoll_comm *c, char *buf, size_t n) {
-  static const char *const op_names[REDCOLL__OP_COUNT] = {
-      "sum", "prod", "min", "max", "band", "bor", "bxor", "land", "lor", "lxor",
-  };
-  int k = snprintf(buf, n, "collective #%llu (tag 0x%016llx)",
-                   (unsigned long long)(c->tag >> 40), (unsigned long long)c->tag);
-  const struct redcoll__call *call = c->cur;
-  if (call == NULL || k < 0 || (size_t)k >= n) return;
-  const char *op = call->op == NULL                      ? "none"
-                   : call->op->id == REDCOLL__OP_USER    ? "user"
-                   : (unsigned)call->op->id < REDCOLL__OP_COUNT ? op_names[call->op->id]
-                                                               : "?";
-  const char *dt = redcoll_dtype_name(call->dtype);
-  snprintf(buf + k, n - (size_t)k, ": %s count %zu dtype %s op %s root %d",
-           redcoll_coll_name(call->coll), call->count, dt ? dt : "?", op, call->root);
-}
-
-/* Records the first error and tells the peers, so that nobody waits for a
- * rank that has given up.  An EABORTED came from a peer, which has told
- * everyone already. */
-static int fail_with(redcoll_comm *c, int status, const char *what) {
-  if (c->error == REDCOLL_OK) {
-    char view[192], deadline[64] = "";
-    c->error = status;
-    describe(c, view, sizeof view);
-    if (status == REDCOLL_ETIMEDOUT && c->timeout_ms != 0)
-      snprintf(deadline, sizeof deadline, ", with the collective's deadline of %llu ms",
-               (unsigned long long)c->timeout_ms);
-    redcoll__log(status == REDCOLL_EABORTED ? 2 : 0, "rank %d: %s failed in %s: %s (%s)%s",
-                 c->rank, view, what, redcoll_status_name(status), redcoll_strerror(status),
-                 deadline);
-    if (status != REDCOLL_EABORTED && c->ops->abort != NULL) c->ops->abort(c->impl, status);
-  }
-  return status;
-}
-
-int redcoll__fail(redcoll_comm *c, int status) { return fail_with(c, status, "the algorithm"); }
-
 REDCOLL_API int redcoll_comm_abort(redcoll_comm *c) {
   if (c == NULL) return REDCOLL_EINVAL;
   if (c->error != REDCOLL_OK) return REDCOLL_OK; /* broken: the peers know */
@@ -250,58 +190,6 @@ REDCOLL_API int redcoll_comm_abort(redcoll_comm *c) {
   if (c->ops->abort == NULL) return REDCOLL_ENOTSUP;
   c->ops->abort(c->impl, REDCOLL_EABORTED);
   return REDCOLL_OK;
-}
-
-/* The failed call, named by the peer(s) it was waiting for. */
-static int fail_io(redcoll_comm *c, int status, int dst, int src) {
-  char what[64];
-  if (dst >= 0 && src >= 0)
-    snprintf(what, sizeof what, "sendrecv (send to rank %d, receive from rank %d)", dst, src);
-  else if (dst >= 0)
-    snprintf(what, sizeof what, "send to rank %d", dst);
-  else
-    snprintf(what, sizeof what, "receive from rank %d", src);
-  return fail_with(c, status, what);
-}
-
-/* One exchange with the running collective's tag and deadline: through a
- * version 3 transport's exchange member, or an earlier version's send,
- * recv or sendrecv.  dst or src < 0: that side is absent. */
-static int exchange(redcoll_comm *c, int dst, const void *sbuf, size_t slen, int src, void *rbuf,
-                    size_t rlen) {
-  const redcoll_transport_ops *o = c->ops;
-  if (o->version >= 3) {
-    redcoll_transport_ctx ctx = {c->deadline_ns, c->seq, 0, 0};
-    redcoll_transport_msg s = {dst, c->tag, (void *)sbuf, slen}, r = {src, c->tag, rbuf, rlen};
-    return o->exchange(c->impl, &ctx, dst >= 0 ? &s : NULL, src >= 0 ? &r : NULL);
-  }
-  if (src < 0) return o->send(c->impl, dst, c->tag, sbuf, slen);
-  if (dst < 0) return o->recv(c->impl, src, c->tag, rbuf, rlen);
-  return o->sendrecv(c->impl, dst, c->tag, sbuf, slen, src, c->tag, rbuf, rlen);
-}
-
-int redcoll__send(redcoll_comm *c, int dst, const void *buf, size_t len) {
-  int rc = exchange(c, dst, buf, len, -1, NULL, 0);
-  return rc == REDCOLL_OK ? rc : fail_io(c, rc, dst, -1);
-}
-
-int redcoll__recv(redcoll_comm *c, int src, void *buf, size_t len) {
-  int rc = exchange(c, -1, NULL, 0, src, buf, len);
-  return rc == REDCOLL_OK ? rc : fail_io(c, rc, -1, src);
-}
-
-int redcoll__sendrecv(redcoll_comm *c, int dst, const void *sbuf, size_t slen, int src, void *rbuf,
-                      size_t rlen) {
-  int rc = exchange(c, dst, sbuf, slen, src, rbuf, rlen);
-  return rc == REDCOLL_OK ? rc : fail_io(c, rc, dst, src);
-}
-
-void redcoll__reduce(const redcoll__call *call, void *out, const void *left, const void *right,
-                     size_t count) {
-  if (count == 0) return;
-  redcoll__kernel_apply(call->dtype, call->op, out, left, right, count);
-  redcoll_comm *c = call->comm;
-  if (c->ops->charge != NULL) c->ops->charge(c->impl, count * call->esize);
 }
 
 static uint64_t mix64(uint64_t x) {
