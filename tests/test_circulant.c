@@ -6,7 +6,7 @@
  * algorithms rest on, for every p up to 1024: each input counted exactly
  * once at the root of the reduce tree, subset sums below p, one path head
  * per rank, pathhead() equal to a brute-force search.
- * Simulator part (tools/check.c): results of every collective for sampled p
+ * Simulator part (tests/oracle/check.c): results of every collective for sampled p
  * with SUM and MAX, in place and not, irregular blocks (zeros, one rank
  * holding everything), every root of reduce and bcast for small p; the round
  * count ceil(log2 p) with alpha = 1 and the exact volumes with beta = 1;
