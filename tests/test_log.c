@@ -5,6 +5,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "redcoll/mock.h"
@@ -17,6 +18,50 @@ static int rank_main(redcoll_comm *c, void *arg) {
   if (rc == REDCOLL_OK) rc = redcoll_comm_set_algorithm(c, REDCOLL_COLL_BCAST, REDCOLL_ALGO_LINEAR);
   if (rc == REDCOLL_OK) rc = redcoll_bcast(c, y, 3, REDCOLL_FLOAT64, 2);
   return rc;
+}
+
+/* Rank 1 dies at its first transport call: every rank's collective fails. */
+static int failing_main(redcoll_comm *c, void *arg) {
+  (void)arg;
+  double x = 1, y;
+  return redcoll_allreduce(c, &x, &y, 1, REDCOLL_FLOAT64, REDCOLL_SUM);
+}
+
+/* Runs a failing simulation in a child with REDCOLL_LOG_LEVEL as given
+ * (NULL: unset) and returns the number of error lines it printed. */
+static int error_lines(const char *level) {
+  char path[] = "/tmp/redcoll-log-XXXXXX";
+  int fd = mkstemp(path);
+  if (fd < 0) return -1;
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (level == NULL) unsetenv("REDCOLL_LOG_LEVEL");
+    else setenv("REDCOLL_LOG_LEVEL", level, 1);
+    dup2(fd, 2);
+    redcoll_mock_config cfg;
+    redcoll_mock_config_init(&cfg);
+    cfg.fail_rank = 1;
+    int rc = redcoll_mock_run(3, &cfg, failing_main, NULL, NULL);
+    _exit(rc != REDCOLL_OK ? 0 : 1); /* 0: it failed, as it should */
+  }
+  int st = 0, n = 0;
+  waitpid(pid, &st, 0);
+  close(fd);
+  FILE *f = fopen(path, "r");
+  char line[512];
+  while (f != NULL && fgets(line, sizeof line, f) != NULL)
+    n += strstr(line, "redcoll error: rank ") == line;
+  if (f != NULL) fclose(f);
+  unlink(path);
+  return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? n : -1;
+}
+
+/* Errors are printed by default (they used to need REDCOLL_LOG_LEVEL);
+ * REDCOLL_LOG_LEVEL=none silences them. */
+static void errors_by_default(void) {
+  CHECK(error_lines(NULL) >= 1);
+  CHECK_INT(error_lines("none"), 0);
+  CHECK(error_lines("error") >= 1);
 }
 
 static void debug_line_per_call(void) {
@@ -53,4 +98,4 @@ static void debug_line_per_call(void) {
   CHECK_INT(forced_lines, 3);
 }
 
-TEST_MAIN(TEST(debug_line_per_call))
+TEST_MAIN(TEST(errors_by_default), TEST(debug_line_per_call))

@@ -2,8 +2,11 @@
  * redcoll — reduction collectives for any number of processes.
  *
  * This header is the contract between redcoll and the programs that embed it.
- * Every public function returns REDCOLL_OK (0) or a negative status; nothing
- * is printed unless REDCOLL_LOG_LEVEL asks for it.  A communicator belongs to
+ * Every public function returns REDCOLL_OK (0) or a negative status.  Errors
+ * (a failed collective, a bootstrap that cannot complete) are also printed
+ * on stderr, one line naming the rank and the cause; REDCOLL_LOG_LEVEL=none
+ * silences them, warn, info and debug say more (debug: one line per
+ * collective with its algorithm and time).  A communicator belongs to
  * one thread at a time: collectives on one communicator must not be called
  * concurrently.  Different communicators are independent.
  */

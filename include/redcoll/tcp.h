@@ -49,7 +49,8 @@
  * program left SIGPIPE at its default action, creating a communicator sets it
  * to SIG_IGN.
  *
- * Diagnostics go to stderr only when REDCOLL_LOG_LEVEL asks for them.
+ * Errors are printed on stderr naming the rank and the cause;
+ * REDCOLL_LOG_LEVEL=none silences them, warn and info say more.
  */
 #ifndef REDCOLL_TCP_H
 #define REDCOLL_TCP_H

@@ -20,8 +20,8 @@
 
 /* ---- logging (log.c) ----------------------------------------------------- */
 
-/* Diagnostics on stderr, quiet unless REDCOLL_LOG_LEVEL is error|warn|info|
- * debug (or 0..3).  Level 0 is an error. */
+/* Diagnostics on stderr at REDCOLL_LOG_LEVEL none|error|warn|info|debug
+ * (or -1..3); errors (level 0) by default. */
 int redcoll__log_level(void);
 void redcoll__log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -6,22 +6,28 @@
 
 #include "base.h"
 
-static int log_level = -2; /* -2: not read yet */
+/* -2: not read yet.  Read once; every thread computes the same value, so
+ * relaxed atomics are enough (threads call this on every collective). */
+static int log_level = -2;
 
 int redcoll__log_level(void) {
-  if (log_level == -2) {
-    const char *s = getenv("REDCOLL_LOG_LEVEL");
-    int v = -1;
-    if (s != NULL && *s != '\0') {
-      if (strcmp(s, "error") == 0) v = 0;
-      else if (strcmp(s, "warn") == 0) v = 1;
-      else if (strcmp(s, "info") == 0) v = 2;
-      else if (strcmp(s, "debug") == 0) v = 3;
-      else v = atoi(s);
-    }
-    log_level = v;
+  int v = __atomic_load_n(&log_level, __ATOMIC_RELAXED);
+  if (v != -2) return v;
+  /* Errors are printed unless the environment says otherwise: a failure
+   * nobody sees is a failure nobody can fix. */
+  v = 0;
+  const char *s = getenv("REDCOLL_LOG_LEVEL");
+  if (s != NULL && *s != '\0') {
+    if (strcmp(s, "none") == 0 || strcmp(s, "off") == 0) v = -1;
+    else if (strcmp(s, "error") == 0) v = 0;
+    else if (strcmp(s, "warn") == 0) v = 1;
+    else if (strcmp(s, "info") == 0) v = 2;
+    else if (strcmp(s, "debug") == 0) v = 3;
+    else v = atoi(s);
   }
-  return log_level;
+  if (v < -1) v = -1;
+  __atomic_store_n(&log_level, v, __ATOMIC_RELAXED);
+  return v;
 }
 
 /* UINT64_MAX: not read yet.  Read once; every thread computes the same. */
