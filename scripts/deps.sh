@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what redcoll needs on Debian/Ubuntu, only what is missing:
 # a C compiler, meson, ninja, pkg-config, libuv, libsodium (for REDCOLL_SECRET)
-# (and graphviz with --docs).
+# (and graphviz with --docs; with --ci what .ci/run needs besides: clang
+# with its sanitizer and fuzzer runtimes).
 set -euo pipefail
 want=()
 command -v cc >/dev/null 2>&1 || want+=(gcc)
@@ -14,6 +15,10 @@ pkg-config --exists libuv 2>/dev/null || want+=(libuv1-dev)
 pkg-config --exists libsodium 2>/dev/null || want+=(libsodium-dev)
 if [ "${1:-}" = "--docs" ]; then
   command -v dot >/dev/null 2>&1 || want+=(graphviz)
+fi
+if [ "${1:-}" = "--ci" ]; then
+  command -v clang >/dev/null 2>&1 || want+=(clang)
+  dpkg -s libclang-rt-14-dev >/dev/null 2>&1 || want+=(libclang-rt-14-dev)
 fi
 if [ ${#want[@]} -eq 0 ]; then
   exit 0
