@@ -47,6 +47,7 @@ typedef struct bench_opts {
   redcoll_coll coll;
   int all_algos;
   redcoll_algo algo;
+  int algo_given; /* --algo: else REDCOLL_ALGO_<COLL> from the environment or AUTO */
   size_t min_bytes, max_bytes;
   size_t factor;
   int iters, warmup;
@@ -70,7 +71,7 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: redcoll-bench [--transport threads|tcp] [--np P] [--coll COLL]\n"
           "                     [--algo auto|NAME|all] [--sizes MIN:MAX] [--factor F]\n"
-          "                     [--iters N] [--warmup N] [--dtype f32|f64|i32|i64] [--no-header]\n"
+          "                     [--iters N] [--warmup N] [--dtype f32|f64|f16|bf16|i32|i64] [--no-header]\n"
           "  COLL: allreduce (default), reduce, reduce_scatter_block, allgather, bcast\n"
           "  sizes in bytes with an optional K, M or G suffix; default 8:16M, factor 8\n"
           "  under redcoll-run (REDCOLL_RANK set) the transport is tcp, else threads\n");
@@ -109,11 +110,54 @@ static int launched(void) {
 
 /* ---- values and the expected results -------------------------------------- */
 
-/* Small integers, so that every sum is exact in every dtype. */
-static int64_t val(int rank, size_t i) { return (int64_t)(rank + 1) + (int64_t)(i % 13); }
+/* Small integers, so that every sum is exact in every dtype: below 2^8 in
+ * the half-precision types for p up to 64 (bfloat16 has 8 significant
+ * bits), else up to 13 + p. */
+static int half(redcoll_dtype dt) { return dt == REDCOLL_FLOAT16 || dt == REDCOLL_BFLOAT16; }
+static redcoll_dtype g_dt;
+static int64_t val(int rank, size_t i) {
+  return half(g_dt) ? 1 + (int64_t)(i % 3) : (int64_t)(rank + 1) + (int64_t)(i % 13);
+}
+
+/* sum_r val(r, i) for r in 0..p-1 */
+static int64_t sum_val(int p, size_t i) {
+  if (half(g_dt)) return (int64_t)p * (1 + (int64_t)(i % 3));
+  return (int64_t)p * (p + 1) / 2 + (int64_t)p * (int64_t)(i % 13);
+}
+
+/* A small integer n (|n| < 2^8) as float16 and bfloat16 bits, exactly, and
+ * back.  -1 (bcast's fill of the receivers) included. */
+static uint16_t int_to_f16(int64_t n) {
+  uint16_t sign = n < 0 ? 0x8000u : 0;
+  uint64_t m = (uint64_t)(n < 0 ? -n : n);
+  if (m == 0) return sign;
+  int e = 0;
+  while ((m >> (e + 1)) != 0) e++;
+  return (uint16_t)(sign | (uint16_t)((e + 15) << 10) | (uint16_t)((m << (10 - e)) & 0x3ffu));
+}
+static int64_t f16_to_int(uint16_t h) {
+  int e = (h >> 10) & 0x1f;
+  if (e == 0) return 0;
+  int64_t m = (int64_t)((h & 0x3ffu) | 0x400u), v = e >= 25 ? m << (e - 25) : m >> (25 - e);
+  return h & 0x8000u ? -v : v;
+}
+static uint16_t int_to_bf16(int64_t n) {
+  float f = (float)n;
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  return (uint16_t)(u >> 16);
+}
+static int64_t bf16_to_int(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return (int64_t)f;
+}
 
 static void put(void *buf, redcoll_dtype dt, size_t i, int64_t v) {
   switch (dt) {
+  case REDCOLL_FLOAT16: ((uint16_t *)buf)[i] = int_to_f16(v); break;
+  case REDCOLL_BFLOAT16: ((uint16_t *)buf)[i] = int_to_bf16(v); break;
   case REDCOLL_FLOAT32: ((float *)buf)[i] = (float)v; break;
   case REDCOLL_FLOAT64: ((double *)buf)[i] = (double)v; break;
   case REDCOLL_INT32: ((int32_t *)buf)[i] = (int32_t)v; break;
@@ -123,16 +167,13 @@ static void put(void *buf, redcoll_dtype dt, size_t i, int64_t v) {
 
 static int64_t get(const void *buf, redcoll_dtype dt, size_t i) {
   switch (dt) {
+  case REDCOLL_FLOAT16: return f16_to_int(((const uint16_t *)buf)[i]);
+  case REDCOLL_BFLOAT16: return bf16_to_int(((const uint16_t *)buf)[i]);
   case REDCOLL_FLOAT32: return (int64_t)((const float *)buf)[i];
   case REDCOLL_FLOAT64: return (int64_t)((const double *)buf)[i];
   case REDCOLL_INT32: return ((const int32_t *)buf)[i];
   default: return ((const int64_t *)buf)[i];
   }
-}
-
-/* sum_r val(r, i) for r in 0..p-1 */
-static int64_t sum_val(int p, size_t i) {
-  return (int64_t)p * (p + 1) / 2 + (int64_t)p * (int64_t)(i % 13);
 }
 
 /* Elements per rank's call for a size in bytes: count for the vector
@@ -247,7 +288,8 @@ static int bench_point(redcoll_comm *c, bench_state *st, redcoll_algo algo, size
   const bench_opts *o = st->o;
   int me = redcoll_comm_rank(c), p = redcoll_comm_size(c);
   size_t count = count_for(o, p, bytes);
-  int rc = redcoll_comm_set_algorithm(c, o->coll, algo);
+  /* Without --algo the communicator keeps what REDCOLL_ALGO_<COLL> set. */
+  int rc = o->algo_given || o->all_algos ? redcoll_comm_set_algorithm(c, o->coll, algo) : REDCOLL_OK;
   if (rc != REDCOLL_OK) return rc;
   fill_inputs(o, me, p, count, b);
   int n = o->warmup + o->iters;
@@ -383,6 +425,7 @@ int main(int argc, char **argv) {
     } else if (strcmp(a, "--algo") == 0) {
       if (strcmp(v, "all") == 0) o.all_algos = 1;
       else bad = redcoll_algo_parse(v, &o.algo) != REDCOLL_OK;
+      o.algo_given = 1;
     } else if (strcmp(a, "--sizes") == 0) {
       char lo[64];
       const char *colon = strchr(v, ':');
@@ -408,6 +451,8 @@ int main(int argc, char **argv) {
       else if (strcmp(v, "f64") == 0) o.dt = REDCOLL_FLOAT64;
       else if (strcmp(v, "i32") == 0) o.dt = REDCOLL_INT32;
       else if (strcmp(v, "i64") == 0) o.dt = REDCOLL_INT64;
+      else if (strcmp(v, "f16") == 0) o.dt = REDCOLL_FLOAT16;
+      else if (strcmp(v, "bf16") == 0) o.dt = REDCOLL_BFLOAT16;
       else bad = 1;
     } else {
       bad = 1;
@@ -418,6 +463,11 @@ int main(int argc, char **argv) {
       return 2;
     }
     i++;
+  }
+  g_dt = o.dt;
+  if (half(o.dt) && o.np > 64 && o.coll != REDCOLL_COLL_BCAST && o.coll != REDCOLL_COLL_ALLGATHER) {
+    fprintf(stderr, "redcoll-bench: half-precision sums are checked exactly up to 64 ranks\n");
+    return 2;
   }
   bench_state st = {&o, 0};
   int rc;

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# redcoll-bench: REDCOLL_ALGO_<COLL> from the environment is what runs when
+# --algo is not given (it used to be overridden by AUTO), --algo wins over
+# it, and the half-precision dtypes run with their results checked.
+set -u
+bench=$1
+fail=0
+die() { echo "FAIL: $*"; fail=1; }
+run() { "$bench" --np 3 --sizes 8:4K --factor 8 --iters 2 --warmup 1 --no-header "$@"; }
+
+out=$(REDCOLL_ALGO_ALLREDUCE=ring run) || die "env run: exit $?"
+[ "$(echo "$out" | cut -d, -f9 | sort -u)" = "ring" ] || die "REDCOLL_ALGO_ALLREDUCE=ring ran: $out"
+out=$(REDCOLL_ALGO_ALLREDUCE=ring run --algo linear) || die "--algo run: exit $?"
+[ "$(echo "$out" | cut -d, -f9 | sort -u)" = "linear" ] || die "--algo linear ran: $out"
+for dt in f16 bf16; do
+  out=$(run --dtype "$dt" --algo all) || die "$dt: exit $?"
+  [ "$(echo "$out" | wc -l)" -ge 40 ] || die "$dt: too few lines: $out"
+  out=$(run --dtype "$dt" --coll reduce_scatter_block) || die "$dt reduce_scatter_block: exit $?"
+done
+run --dtype f8 > /dev/null 2>&1 && die "an unknown dtype was accepted"
+[ $fail -eq 0 ] && echo "bench_cli: ok"
+exit $fail
