@@ -36,6 +36,20 @@ done
 
 "$sim" --coll reduce --algo binary_tree --p 7 --count 10 --dot "$tmp/g.dot" >/dev/null || die "dot run"
 grep -q digraph "$tmp/g.dot" || die "no digraph in dot output"
+# The rank x round picture: recursive doubling on 4 ranks is 2 rounds of 4
+# messages: 8 arrows, 3 columns (start, round 1, round 2) of 4 rank nodes.
+"$sim" --coll allreduce --algo recursive_doubling --p 4 --count 8 --dot-rounds "$tmp/r.dot" \
+  >/dev/null || die "dot-rounds run"
+[ "$(grep -c -- ' -> ' "$tmp/r.dot")" -eq 8 ] || die "dot-rounds: expected 8 arrows"
+[ "$(grep -c '^  n[0-9]*_[0-9]* \[' "$tmp/r.dot")" -eq 12 ] || die "dot-rounds: expected 12 rank nodes"
+grep -q 'label="round 2"' "$tmp/r.dot" || die "dot-rounds: no round 2 column"
+grep -q 'n0_1 -> n2_2' "$tmp/r.dot" || die "dot-rounds: rank 0 does not send to rank 2 in round 2"
+"$sim" --coll allreduce --algo linear --p 2-3 --count 8 --dot-rounds "$tmp/r2.dot" >/dev/null 2>&1 \
+  && die "dot-rounds accepted a range of p"
+if command -v neato >/dev/null 2>&1; then
+  neato -n2 -Tsvg "$tmp/r.dot" -o "$tmp/r.svg" 2>"$tmp/neato.err" || die "neato -n2 failed"
+  [ -s "$tmp/neato.err" ] && die "neato warned: $(cat "$tmp/neato.err")"
+fi
 if command -v dot >/dev/null 2>&1; then
   dot -Tsvg "$tmp/g.dot" >"$tmp/g.svg" || die "dot -Tsvg failed"
   grep -q "<svg" "$tmp/g.svg" || die "no svg produced"

@@ -35,7 +35,11 @@ static void usage(FILE *f) {
           "  --seed S   scheduler seed (default 1)\n"
           "  --eager BYTES  messages shorter than this are eager (default 0)\n"
           "  --trace FILE   append every message of every run to FILE\n"
-          "  --dot FILE     the communication graph of the run (a single p)\n");
+          "  --dot FILE     the communication graph of the run (a single p): nodes are\n"
+          "                 ranks, edges messages; render: dot -Tsvg FILE -o FILE.svg\n"
+          "  --dot-rounds FILE  the run as a rank x round picture (a single p): a row\n"
+          "                 per rank, a column per round, an arrow per message;\n"
+          "                 render: neato -n2 -Tsvg FILE -o FILE.svg\n");
 }
 
 static int parse_dtype(const char *s, redcoll_dtype *dt) {
@@ -83,12 +87,58 @@ static const char *op_name(check_op op) {
   }
 }
 
+/* The rank x round picture of the messages in trace (the simulator's
+ * trace lines: src, dst, bytes and round): rank r's node in round t sits at
+ * column t, row r, with pinned positions for neato -n2; a message of round
+ * t is an arrow from its sender's node of round t - 1 to its receiver's of
+ * round t.  Returns 0, or -1 if the file cannot be written. */
+static int write_rounds(FILE *trace, const char *path, int p) {
+  FILE *f = fopen(path, "w");
+  if (f == NULL) {
+    perror(path);
+    return -1;
+  }
+  unsigned long long rounds = 0;
+  char line[512];
+  rewind(trace);
+  while (fgets(line, sizeof line, trace) != NULL) {
+    const char *r = strstr(line, " round=");
+    unsigned long long t = r ? strtoull(r + 7, NULL, 10) : 0;
+    if (t > rounds) rounds = t;
+  }
+  fprintf(f, "digraph rounds {\n  graph [splines=line, outputorder=edgesfirst];\n"
+             "  node [shape=circle, width=0.4, fixedsize=true, fontsize=10];\n"
+             "  edge [fontsize=8, arrowsize=0.6];\n");
+  for (unsigned long long t = 0; t <= rounds; t++) {
+    if (t == 0)
+      fprintf(f, "  round0 [shape=plaintext, fixedsize=false, label=\"start\", pos=\"0,40!\"];\n");
+    else
+      fprintf(f, "  round%llu [shape=plaintext, fixedsize=false, label=\"round %llu\", pos=\"%llu,40!\"];\n",
+              t, t, t * 110);
+    for (int r = 0; r < p; r++)
+      fprintf(f, "  n%d_%llu [label=\"%d\", pos=\"%llu,%d!\"];\n", r, t, r, t * 110, -60 * r);
+  }
+  rewind(trace);
+  while (fgets(line, sizeof line, trace) != NULL) {
+    int src, dst;
+    size_t bytes;
+    unsigned long long t;
+    const char *s = strstr(line, "src="), *b = strstr(line, "bytes="), *r = strstr(line, " round=");
+    if (!s || !b || !r || sscanf(s, "src=%d dst=%d", &src, &dst) != 2 ||
+        sscanf(b, "bytes=%zu", &bytes) != 1 || sscanf(r, " round=%llu", &t) != 1 || t == 0)
+      continue;
+    fprintf(f, "  n%d_%llu -> n%d_%llu [label=\"%zu B\"];\n", src, t - 1, dst, t, bytes);
+  }
+  fprintf(f, "}\n");
+  return fclose(f) == 0 ? 0 : -1;
+}
+
 int main(int argc, char **argv) {
   check_case tc;
   check_case_init(&tc);
   int have_coll = 0, have_algo = 0, have_p = 0, have_count = 0, all_roots = 0;
   unsigned long long pa = 0, pb = 0, v;
-  const char *trace_path = NULL, *dot_path = NULL, *model = NULL;
+  const char *trace_path = NULL, *dot_path = NULL, *rounds_path = NULL, *model = NULL;
   size_t *counts = NULL;
   int ncounts = 0;
 
@@ -188,6 +238,8 @@ int main(int argc, char **argv) {
       trace_path = val;
     } else if (strcmp(a, "--dot") == 0) {
       dot_path = val;
+    } else if (strcmp(a, "--dot-rounds") == 0) {
+      rounds_path = val;
     } else {
       fprintf(stderr, "redcoll-sim: unknown option %s\n", a);
       usage(stderr);
@@ -208,8 +260,8 @@ int main(int argc, char **argv) {
             redcoll_algo_name(tc.algo));
     return 2;
   }
-  if (dot_path && pa != pb) {
-    fprintf(stderr, "redcoll-sim: --dot takes a single p\n");
+  if ((dot_path || rounds_path) && pa != pb) {
+    fprintf(stderr, "redcoll-sim: --dot and --dot-rounds take a single p\n");
     return 2;
   }
   if (counts && (unsigned long long)ncounts != pa) {
@@ -231,8 +283,13 @@ int main(int argc, char **argv) {
   }
   setenv("REDCOLL_COST_MODEL", model, 1);
   FILE *trace = NULL, *dot = NULL;
-  if (trace_path && (trace = fopen(trace_path, "w")) == NULL) {
+  if (trace_path && (trace = fopen(trace_path, "w+")) == NULL) {
     perror(trace_path);
+    return 2;
+  }
+  /* The rank x round picture is drawn from the trace. */
+  if (rounds_path && trace == NULL && (trace = tmpfile()) == NULL) {
+    perror("tmpfile");
     return 2;
   }
   if (dot_path && (dot = fopen(dot_path, "w")) == NULL) {
@@ -292,6 +349,7 @@ int main(int argc, char **argv) {
     }
     if (all_roots) tc.root = 0;
   }
+  if (rounds_path && write_rounds(trace, rounds_path, (int)pa) != 0) all_ok = 0;
   if (trace) fclose(trace);
   if (dot) fclose(dot);
   free(counts);

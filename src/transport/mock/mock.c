@@ -888,11 +888,14 @@ static void rank_main(unsigned lo, unsigned hi) {
 
 static void write_dot(const mock_run *run) {
   FILE *f = run->cfg.dot;
+  /* Nodes are ranks, labelled with their number; an edge is a message,
+   * labelled with its round and size ("round 2, 64 B"). */
   fprintf(f, "digraph redcoll {\n  node [shape=circle];\n");
-  for (int i = 0; i < run->p; i++) fprintf(f, "  r%d;\n", i);
+  for (int i = 0; i < run->p; i++) fprintf(f, "  rank%d [label=\"%d\"];\n", i, i);
   for (size_t i = 0; i < run->nedges; i++) {
     const mock_edge *e = &run->edges[i];
-    fprintf(f, "  r%d -> r%d [label=\"r%" PRIu64 " %zuB\"];\n", e->src, e->dst, e->round, e->bytes);
+    fprintf(f, "  rank%d -> rank%d [label=\"round %" PRIu64 ", %zu B\"];\n", e->src, e->dst,
+            e->round, e->bytes);
   }
   if (run->edges_failed) fprintf(f, "  // out of memory: edges missing\n");
   fprintf(f, "}\n");
