@@ -849,9 +849,10 @@ static void test_dot(void) {
   fclose(f);
   CHECK(d != NULL && strcmp(d, "digraph redcoll {\n"
                                "  node [shape=circle];\n"
-                               "  r0;\n  r1;\n  r2;\n"
-                               "  r0 -> r1 [label=\"r1 1B\"];\n"
-                               "  r1 -> r2 [label=\"r2 1B\"];\n"
+                               "  rank0 [label=\"0\"];\n  rank1 [label=\"1\"];\n"
+                               "  rank2 [label=\"2\"];\n"
+                               "  rank0 -> rank1 [label=\"round 1, 1 B\"];\n"
+                               "  rank1 -> rank2 [label=\"round 2, 1 B\"];\n"
                                "}\n") == 0);
   free(d);
 }
