@@ -440,6 +440,55 @@ static int rank_impostor(redcoll_comm *c, void *arg) {
 }
 #endif
 
+/* ---- exit: a peer destroys its communicator and exits ---------------------- */
+
+/* Rank 0 sends rank 1 one message (so rank 0 has a connection to rank 1,
+ * and rank 1 none to rank 0), rank 1 takes it and returns (its
+ * communicator is destroyed, the process exits).  Rank 0 then waits for a
+ * message from rank 1 that can never come: REDCOLL_ETRANSPORT at once (it
+ * used to wait for its whole 10 s timeout). */
+static int rank_exit(redcoll_comm *c, void *arg) {
+  shared *sh = arg;
+  int me = redcoll_comm_rank(c);
+  uint64_t v = 5;
+  if (me == 1) return raw_recv(c, 0, 1, &v, sizeof v);
+  if (me == 2) return REDCOLL_OK;
+  int rc = raw_send(c, 1, 1, &v, sizeof v);
+  if (rc != REDCOLL_OK) return rc;
+  double t0 = now_s();
+  sh->st[0] = raw_recv(c, 1, 2, &v, sizeof v);
+  sh->t[0] = now_s() - t0;
+  return REDCOLL_OK;
+}
+
+/* ---- abort behind data ------------------------------------------------------ */
+
+/* Rank 2 sends rank 1 200 KiB that rank 1 has not asked for (it waits for
+ * rank 0, which stays silent), more than rank 1 reads ahead, then aborts:
+ * its ABORT on that connection sits behind the data.  Rank 1 must still
+ * see it at once (it used to time out). */
+static int rank_abort_behind(redcoll_comm *c, void *arg) {
+  shared *sh = arg;
+  int me = redcoll_comm_rank(c);
+  size_t n = 200 << 10;
+  if (me == 2) {
+    unsigned char *b = calloc(1, n);
+    if (b == NULL) return REDCOLL_ENOMEM;
+    tcp_run_sleep_ms(100);
+    int rc = raw_send(c, 1, 7, b, n);
+    free(b);
+    if (rc != REDCOLL_OK) return rc;
+    tcp_run_sleep_ms(100);
+    redcoll_comm_abort(c);
+    return REDCOLL_OK;
+  }
+  uint64_t v = 0;
+  double t0 = now_s();
+  sh->st[me] = raw_recv(c, me == 1 ? 0 : 2, 3, &v, sizeof v);
+  sh->t[me] = now_s() - t0;
+  return REDCOLL_OK;
+}
+
 static int want(int argc, char **argv, const char *part) {
   return argc < 2 || strcmp(argv[1], part) == 0;
 }
@@ -472,6 +521,26 @@ int main(int argc, char **argv) {
       CHECK(timed_out >= 1);
       CHECK_MSG(logged >= 1, "no rank logged its timeout");
       if (p == 2) CHECK_MSG(named >= 1, "the log does not name rank %d", p - 1);
+    }
+  }
+  if (want(argc, argv, "exit")) {
+    memset(sh, 0, sizeof *sh);
+    memset(&o, 0, sizeof o);
+    o.timeout_ms = 10000;
+    o.deadline_s = 60;
+    CHECK_INT(tcp_run_opts_run(3, rank_exit, sh, &o), REDCOLL_OK);
+    CHECK_INT(sh->st[0], REDCOLL_ETRANSPORT);
+    CHECK_MSG(sh->t[0] < 3.0, "rank 0 noticed rank 1's exit after %.2f s", sh->t[0]);
+  }
+  if (want(argc, argv, "abort_behind")) {
+    memset(sh, 0, sizeof *sh);
+    memset(&o, 0, sizeof o);
+    o.timeout_ms = 8000;
+    o.deadline_s = 60;
+    CHECK_INT(tcp_run_opts_run(3, rank_abort_behind, sh, &o), REDCOLL_OK);
+    for (int r = 0; r < 2; r++) {
+      CHECK_MSG(sh->st[r] == REDCOLL_EABORTED, "rank %d: %s", r, redcoll_status_name(sh->st[r]));
+      CHECK_MSG(sh->t[r] < 3.0, "rank %d saw the abort after %.2f s", r, sh->t[r]);
     }
   }
   if (want(argc, argv, "stranger")) {

@@ -107,7 +107,10 @@ static const char *peer_addr(redcoll__tcp *t, int q, char *buf, size_t len) {
 static void set_fatal(redcoll__tcp *t, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void set_fatal(redcoll__tcp *t, int status, const char *fmt, ...) {
-  if (t->fatal != REDCOLL_OK) return;
+  /* The first reason stays, but a peer's abort explains a closed
+   * connection better than the closing does: it takes precedence. */
+  if (t->fatal != REDCOLL_OK && !(status == REDCOLL_EABORTED && t->fatal == REDCOLL_ETRANSPORT))
+    return;
   t->fatal = status;
   char msg[512];
   va_list ap;
@@ -380,6 +383,21 @@ static void auth_fail(redcoll__tcp *t, int q, const char *why) {
   set_fatal(t, REDCOLL_EPROTO, "rank %d (%s) %s", q, peer_addr(t, q, a, sizeof a), why);
 }
 
+/* Peer q destroyed its communicator.  If it has no connection to this
+ * rank that may still carry data (has_out 0) and none is open here,
+ * nothing can ever arrive from it: receives from it fail now, not at the
+ * timeout. */
+static void peer_said_bye(redcoll__tcp *t, int q, int has_out) {
+  redcoll__tcp_peer *p = &t->peers[q];
+  p->said_bye = 1;
+  if (!has_out && p->in == NULL) {
+    if (p->rx != NULL)
+      redcoll__log(0, "tcp rank %d: rank %d closed its communicator while this rank waits for "
+                      "a message from it", t->rank, q);
+    peer_fail(t, q, REDCOLL_ETRANSPORT, DIR_RECV);
+  }
+}
+
 /* The connection is gone (EOF or error). */
 static void conn_lost(redcoll__tcp_conn *c, int uverr) {
   redcoll__tcp *t = c->t;
@@ -394,6 +412,10 @@ static void conn_lost(redcoll__tcp_conn *c, int uverr) {
     if (!c->out && c->auth_step != 0 && !c->refused)
       redcoll__log(1, "tcp rank %d: a connection claiming to be rank %d closed during "
                       "authentication", t->rank, c->claimed);
+    conn_close(c);
+    return;
+  }
+  if (c->ctl_only) { /* carried no data: nothing depends on it */
     conn_close(c);
     return;
   }
@@ -428,6 +450,25 @@ static void conn_proto(redcoll__tcp_conn *c, const char *what) {
 }
 
 static void out_ready(redcoll__tcp_conn *c);
+
+/* The incoming connection c has proved to be rank q's (HELLO of this job,
+ * and the secret if there is one).  Its first is the data connection; a
+ * second one is a control connection, opened by a rank that aborts while
+ * its data connection may be blocked behind data this rank has not asked
+ * for yet: it carries the ABORT (and BYE), never data. */
+static void accept_peer(redcoll__tcp_conn *c, int q) {
+  redcoll__tcp *t = c->t;
+  redcoll__tcp_peer *p = &t->peers[q];
+  c->peer = q;
+  c->ready = 1;
+  if (p->in != NULL) {
+    c->ctl_only = 1;
+    redcoll__log(3, "tcp rank %d: rank %d opened a control connection", t->rank, q);
+    return;
+  }
+  p->in = c;
+  redcoll__log(3, "tcp rank %d: rank %d connected%s", t->rank, q, t->auth ? " and authenticated" : "");
+}
 
 /* The payload of an authentication frame has been read into c->abuf. */
 static void auth_arrived(redcoll__tcp_conn *c) {
@@ -476,17 +517,8 @@ static void auth_arrived(redcoll__tcp_conn *c) {
       conn_refuse(c);
       return;
     }
-    redcoll__tcp_peer *p = &t->peers[q];
-    if (p->in != NULL) {
-      redcoll__log(1, "tcp rank %d: refused a second connection from rank %d", t->rank, q);
-      conn_refuse(c);
-      return;
-    }
     c->auth_step = 0;
-    c->peer = q;
-    c->ready = 1;
-    p->in = c;
-    redcoll__log(3, "tcp rank %d: rank %d connected and authenticated", t->rank, q);
+    accept_peer(c, q);
     return;
   }
   default:
@@ -513,12 +545,7 @@ static void hello_arrived(redcoll__tcp_conn *c) {
     c->auth_step = REDCOLL__AUTH_C1;
     return;
   }
-  redcoll__tcp_peer *p = &t->peers[q];
-  if (p->in != NULL) return conn_proto(c, "second connection from one rank");
-  c->peer = q;
-  c->ready = 1;
-  p->in = c;
-  redcoll__log(3, "tcp rank %d: rank %d connected", t->rank, q);
+  accept_peer(c, q);
 }
 
 /* An AUTH frame header. */
@@ -590,8 +617,9 @@ static void frame_arrived(redcoll__tcp_conn *c, const redcoll__tcp_frame *f) {
     return;
   }
   case REDCOLL__FR_BYE:
-    if (c->peer < 0 || f->tag != 0 || f->len != 0) return conn_proto(c, "bad BYE");
+    if (c->peer < 0 || f->tag > 1 || f->len != 0) return conn_proto(c, "bad BYE");
     c->bye = 1;
+    peer_said_bye(t, c->peer, (int)f->tag);
     return;
   case REDCOLL__FR_ABORT:
     if (c->peer < 0 || f->len != 0) return conn_proto(c, "bad ABORT");
@@ -599,7 +627,7 @@ static void frame_arrived(redcoll__tcp_conn *c, const redcoll__tcp_frame *f) {
               (int)(int64_t)f->tag, redcoll_status_name((int)(int64_t)f->tag));
     return;
   case REDCOLL__FR_DATA:
-    if (c->out || c->peer < 0) return conn_proto(c, "DATA on a wrong connection");
+    if (c->out || c->peer < 0 || c->ctl_only) return conn_proto(c, "DATA on a wrong connection");
     c->have_frame = 1;
     c->fr = *f;
     /* Once broken (an ABORT may have come just before this frame in the
@@ -795,8 +823,11 @@ static void on_connect(uv_connect_t *req, int status) {
   if (c->closing) return;
   char a[64];
   if (status != 0) {
-    int retryable = status == UV_ECONNREFUSED || status == UV_ETIMEDOUT ||
-                    status == UV_ECONNRESET || status == UV_EAGAIN || status == UV_ECONNABORTED;
+    /* A peer that said goodbye is gone for good; any other may not be
+     * listening yet. */
+    int retryable = !p->said_bye && (status == UV_ECONNREFUSED || status == UV_ETIMEDOUT ||
+                                     status == UV_ECONNRESET || status == UV_EAGAIN ||
+                                     status == UV_ECONNABORTED);
     int for_abort = c->abort_after_hello;
     conn_close(c);
     if (for_abort) return;
@@ -855,10 +886,13 @@ static void out_ready(redcoll__tcp_conn *c) {
   redcoll__tcp_peer *p = &t->peers[c->peer];
   c->ready = 1;
   if (c->abort_after_hello) ctl_send(c, REDCOLL__FR_ABORT, (uint64_t)(int64_t)t->aborting);
-  if (p->tx != NULL && !p->tx->queued) send_queue(t, p->tx);
+  if (p->out == c && p->tx != NULL && !p->tx->queued) send_queue(t, p->tx);
 }
 
-static void peer_connect(redcoll__tcp *t, int q, int for_abort) {
+/* Connects to rank q: the data connection (for_abort 0, 1 when it is made
+ * only to carry this rank's ABORT), or (control 1) an extra connection for
+ * the ABORT alone, beside a data connection that may be blocked. */
+static void connect_to(redcoll__tcp *t, int q, int for_abort, int control) {
   redcoll__tcp_peer *p = &t->peers[q];
   char a[64];
   redcoll__tcp_conn *c = conn_new(t, q, 1);
@@ -877,8 +911,10 @@ static void peer_connect(redcoll__tcp *t, int q, int for_abort) {
     return;
   }
   t->connects_pending++;
-  p->out = c;
+  if (!control) p->out = c;
 }
+
+static void peer_connect(redcoll__tcp *t, int q, int for_abort) { connect_to(t, q, for_abort, 0); }
 
 void redcoll__tcp_on_accept(uv_stream_t *server, int status) {
   redcoll__tcp *t = server->data;
@@ -911,6 +947,11 @@ typedef struct wait_set {
 static int wait_done(const wait_set *w) {
   return (w->s == NULL || w->s->done) && (w->r == NULL || w->r->done);
 }
+
+static void run_bounded(redcoll__tcp *t, int (*busy)(redcoll__tcp *), uint64_t ms);
+static int not_aborted(redcoll__tcp *t) { return t->fatal != REDCOLL_EABORTED; }
+/* How long a wait that ends with a lost peer listens for an ABORT. */
+#define ABORT_GRACE_MS 250
 
 /* Runs the loop until everything in w is done.  Returns REDCOLL_OK or the
  * reason it stopped; operations still pending are then withdrawn so that
@@ -990,6 +1031,12 @@ static int wait_for(redcoll__tcp *t, wait_set *w, const char *what, int peer) {
       for (int i = 0; i < 1000 && !w->s->done; i++) uv_run(&t->loop, UV_RUN_NOWAIT);
     }
     w->s->done = 1;
+  }
+  /* A peer gone is often the echo of an abort elsewhere, which explains
+   * more: give an ABORT already on its way a moment to arrive. */
+  if (rc == REDCOLL_ETRANSPORT) {
+    run_bounded(t, not_aborted, ABORT_GRACE_MS);
+    if (t->fatal == REDCOLL_EABORTED) rc = REDCOLL_EABORTED;
   }
   return rc;
 }
@@ -1110,6 +1157,11 @@ static void tcp_abort(void *impl, int status) {
     if (p->out != NULL && p->out->ready) {
       ctl_send(p->out, REDCOLL__FR_ABORT, (uint64_t)(int64_t)status);
       told = 1;
+      /* q reads that connection only as far as it has asked for data: an
+       * ABORT behind data it has not asked for yet would wait there.  q
+       * always reads its own connection to this rank, if it has one;
+       * otherwise the ABORT also goes through a connection of its own. */
+      if (p->in == NULL) connect_to(t, q, 1, 1);
     } else if (p->out != NULL) {
       p->out->abort_after_hello = 1;
       told = 1;
@@ -1143,8 +1195,13 @@ static void tcp_destroy(void *impl) {
     /* Say goodbye on every live connection so that peers still at work
      * can tell a normal close from a crash. */
     if (!t->in_call) {
-      for (redcoll__tcp_conn *c = t->conns.next; c != &t->conns; c = c->next)
-        if (c->ready && !c->closing) ctl_send(c, REDCOLL__FR_BYE, 0);
+      for (redcoll__tcp_conn *c = t->conns.next; c != &t->conns; c = c->next) {
+        if (!c->ready || c->closing || c->peer < 0) continue;
+        /* Tag 1: this rank's data connection to that peer is open, and
+         * the peer should read it to its end before giving up on it. */
+        const redcoll__tcp_conn *o = t->peers[c->peer].out;
+        ctl_send(c, REDCOLL__FR_BYE, o != NULL && !o->closing ? 1 : 0);
+      }
       if (t->timer_init) run_bounded(t, ctl_busy, 500);
     }
     close_all(t);

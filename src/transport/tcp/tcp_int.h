@@ -25,7 +25,9 @@ enum {
   REDCOLL__FR_DATA = 1,  /* tag: the message tag; len: payload bytes */
   REDCOLL__FR_HELLO = 2, /* first frame of a connection; tag: rank | size << 32;
                           * len: HELLO_LEN, the job id (u64) */
-  REDCOLL__FR_BYE = 3,   /* the sender is closing normally; tag 0, len 0 */
+  REDCOLL__FR_BYE = 3,   /* the sender is closing normally; len 0; tag 1 if it
+                          * has a connection to the receiver that may still
+                          * carry data (it ends with a BYE of its own), else 0 */
   REDCOLL__FR_ABORT = 4, /* the sender gave up; tag: its status, len 0 */
   REDCOLL__FR_REG = 5,   /* rendezvous: tag: rank | size << 32; len: ADDR_WIRE + 8:
                           * the address, the configured job id (0: none) */
@@ -121,6 +123,8 @@ struct redcoll__tcp_conn {
   int closing;
   int reading;
   int bye;      /* the peer said goodbye */
+  int ctl_only; /* an extra incoming connection from a peer that already has
+                 * one: it may carry ABORT and BYE, never data */
   int abort_after_hello; /* opened by abort: send ABORT once connected */
   /* Authentication: the step awaited next (0: none), the rank the HELLO
    * claimed (accepted connections), the nonces, a payload being read. */
@@ -179,6 +183,9 @@ typedef struct redcoll__tcp_peer {
   /* Sending to / receiving from this peer fails with this status: its
    * connection in that direction closed (normally, or not). */
   int err_send, err_recv;
+  /* The peer said goodbye (destroyed its communicator): it sends nothing
+   * new, and a refused connection to it means it is gone. */
+  int said_bye;
 } redcoll__tcp_peer;
 
 struct redcoll__tcp {
