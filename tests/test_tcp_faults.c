@@ -399,7 +399,8 @@ static int rank_secret(redcoll_comm *c, void *arg) {
   int rc = run_verified(c, 5);
   sh->t[me] = now_s() - t0;
   sh->st[me] = rc;
-  sh->log_ok[me] = log_end(path, saved, "secret", NULL);
+  sh->log_ok[me] = log_end(path, saved, sh->other_size ? "authentication" : "secret",
+                           sh->other_size ? "rank " : NULL);
   return REDCOLL_OK;
 }
 
@@ -495,7 +496,7 @@ static int want(int argc, char **argv, const char *part) {
 
 int main(int argc, char **argv) {
   /* Warnings (dropped connections) and errors reach the ranks' logs. */
-  setenv("REDCOLL_LOG_LEVEL", "warn", 1);
+  setenv("REDCOLL_LOG_LEVEL", "warn", 0);
   shared *sh = shared_new();
   tcp_run_opts o;
   if (want(argc, argv, "stop")) {
@@ -627,6 +628,25 @@ int main(int argc, char **argv) {
                   "case %d rank %d: %s", k, r, redcoll_status_name(sh->st[r]));
         CHECK_MSG(sh->t[r] < 10.0, "case %d rank %d took %.2f s", k, r, sh->t[r]);
         CHECK_MSG(sh->log_ok[r] != 0, "case %d rank %d did not log why", k, r);
+      }
+    }
+    /* Three ranks, one with another secret: every rank fails within a
+     * second or two and logs a line naming a rank and the authentication
+     * (the ranks that did not meet the odd one learn it from an ABORT
+     * that says why). */
+    for (int bad = 0; bad < 3; bad++) {
+      memset(sh, 0, sizeof *sh);
+      memset(&o, 0, sizeof o);
+      o.deadline_s = 60;
+      sh->other_size = 1; /* rank_secret: look for "authentication" */
+      for (int r = 0; r < 3; r++) o.secrets[r] = r == bad ? "open barley" : "open sesame";
+      CHECK_INT(tcp_run_opts_run(3, rank_secret, sh, &o), REDCOLL_OK);
+      for (int r = 0; r < 3; r++) {
+        CHECK_MSG(sh->st[r] == REDCOLL_EPROTO || sh->st[r] == REDCOLL_EABORTED,
+                  "bad %d rank %d: %s", bad, r, redcoll_status_name(sh->st[r]));
+        CHECK_MSG(sh->t[r] < 3.0, "bad %d rank %d took %.2f s", bad, r, sh->t[r]);
+        CHECK_MSG(sh->log_ok[r] == 2, "bad %d rank %d did not log a rank and the authentication",
+                  bad, r);
       }
     }
     /* An impostor without the secret. */

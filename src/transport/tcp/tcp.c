@@ -379,6 +379,7 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b) {
  * and the communicator is broken, with the reason `why`. */
 static void auth_fail(redcoll__tcp *t, int q, const char *why) {
   char a[64];
+  if (t->auth_failed_with < 0) t->auth_failed_with = q;
   peer_fail(t, q, REDCOLL_EPROTO, DIR_SEND);
   set_fatal(t, REDCOLL_EPROTO, "rank %d (%s) %s", q, peer_addr(t, q, a, sizeof a), why);
 }
@@ -621,11 +622,19 @@ static void frame_arrived(redcoll__tcp_conn *c, const redcoll__tcp_frame *f) {
     c->bye = 1;
     peer_said_bye(t, c->peer, (int)f->tag);
     return;
-  case REDCOLL__FR_ABORT:
+  case REDCOLL__FR_ABORT: {
     if (c->peer < 0 || f->len != 0) return conn_proto(c, "bad ABORT");
-    set_fatal(t, REDCOLL_EABORTED, "rank %d aborted with status %d (%s)", c->peer,
-              (int)(int64_t)f->tag, redcoll_status_name((int)(int64_t)f->tag));
+    int st = (int)(int32_t)(uint32_t)f->tag;
+    if (((f->tag >> 32) & 0xff) == 1)
+      set_fatal(t, REDCOLL_EABORTED,
+                "rank %d aborted: its authentication with rank %d failed (not the same "
+                "REDCOLL_SECRET?)",
+                c->peer, (int)(f->tag >> 40));
+    else
+      set_fatal(t, REDCOLL_EABORTED, "rank %d aborted with status %d (%s)", c->peer, st,
+                redcoll_status_name(st));
     return;
+  }
   case REDCOLL__FR_DATA:
     if (c->out || c->peer < 0 || c->ctl_only) return conn_proto(c, "DATA on a wrong connection");
     c->have_frame = 1;
@@ -885,7 +894,7 @@ static void out_ready(redcoll__tcp_conn *c) {
   redcoll__tcp *t = c->t;
   redcoll__tcp_peer *p = &t->peers[c->peer];
   c->ready = 1;
-  if (c->abort_after_hello) ctl_send(c, REDCOLL__FR_ABORT, (uint64_t)(int64_t)t->aborting);
+  if (c->abort_after_hello) ctl_send(c, REDCOLL__FR_ABORT, t->abort_tag);
   if (p->out == c && p->tx != NULL && !p->tx->queued) send_queue(t, p->tx);
 }
 
@@ -1143,19 +1152,29 @@ static void run_bounded(redcoll__tcp *t, int (*busy)(redcoll__tcp *), uint64_t m
   uv_timer_stop(&t->timer);
 }
 
-static int ctl_busy(redcoll__tcp *t) { return t->ctl_pending > 0 || t->connects_pending > 0; }
+/* Control frames are still being written, connections made, or a
+ * connection made to carry an ABORT is still authenticating. */
+static int ctl_busy(redcoll__tcp *t) {
+  if (t->ctl_pending > 0 || t->connects_pending > 0) return 1;
+  for (const redcoll__tcp_conn *c = t->conns.next; c != &t->conns; c = c->next)
+    if (c->abort_after_hello && !c->ready && !c->closing) return 1;
+  return 0;
+}
 
 static void tcp_abort(void *impl, int status) {
   redcoll__tcp *t = impl;
   if (t->in_call || t->aborting) return;
   t->aborting = status ? status : REDCOLL_EABORTED;
+  uint64_t tag = (uint32_t)(int32_t)status;
+  if (t->auth_failed_with >= 0) tag |= (uint64_t)1 << 32 | (uint64_t)t->auth_failed_with << 40;
+  t->abort_tag = tag;
   redcoll__log(2, "tcp rank %d: aborting (%s)", t->rank, redcoll_status_name(status));
   for (int q = 0; q < t->size; q++) {
     if (q == t->rank) continue;
     redcoll__tcp_peer *p = &t->peers[q];
     int told = 0;
     if (p->out != NULL && p->out->ready) {
-      ctl_send(p->out, REDCOLL__FR_ABORT, (uint64_t)(int64_t)status);
+      ctl_send(p->out, REDCOLL__FR_ABORT, tag);
       told = 1;
       /* q reads that connection only as far as it has asked for data: an
        * ABORT behind data it has not asked for yet would wait there.  q
@@ -1167,7 +1186,7 @@ static void tcp_abort(void *impl, int status) {
       told = 1;
     }
     if (p->in != NULL) {
-      ctl_send(p->in, REDCOLL__FR_ABORT, (uint64_t)(int64_t)status);
+      ctl_send(p->in, REDCOLL__FR_ABORT, tag);
       told = 1;
     }
     /* A peer we never talked to may be waiting for our first message: tell
@@ -1288,6 +1307,7 @@ REDCOLL_API int redcoll_tcp_comm_create(const redcoll_tcp_config *cfg, redcoll_c
   t->size = cfg->size;
   t->timeout_ms = cfg->timeout_ms ? cfg->timeout_ms : REDCOLL_TCP_DEFAULT_TIMEOUT_MS;
   t->coll_deadline_ns = UINT64_MAX;
+  t->auth_failed_with = -1;
   t->peers = calloc((size_t)cfg->size, sizeof *t->peers);
   if (t->peers == NULL) {
     rc = REDCOLL_ENOMEM;

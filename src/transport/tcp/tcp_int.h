@@ -28,7 +28,9 @@ enum {
   REDCOLL__FR_BYE = 3,   /* the sender is closing normally; len 0; tag 1 if it
                           * has a connection to the receiver that may still
                           * carry data (it ends with a BYE of its own), else 0 */
-  REDCOLL__FR_ABORT = 4, /* the sender gave up; tag: its status, len 0 */
+  REDCOLL__FR_ABORT = 4, /* the sender gave up; len 0; tag: its status (low 32
+                          * bits), a reason (bits 32..39: 1 = authentication
+                          * with rank (bits 40..63) failed) */
   REDCOLL__FR_REG = 5,   /* rendezvous: tag: rank | size << 32; len: ADDR_WIRE + 8:
                           * the address, the configured job id (0: none) */
   REDCOLL__FR_TABLE = 6, /* rendezvous: tag: size; len: TABLE_HEAD + size *
@@ -210,6 +212,10 @@ struct redcoll__tcp {
   int fatal;               /* first error that breaks every call */
   int in_call;             /* re-entry guard */
   int aborting;
+  /* The peer this rank failed to authenticate with (-1: none): its ABORT
+   * says so, so that every rank can tell why the job stopped. */
+  int auth_failed_with;
+  uint64_t abort_tag; /* the ABORT frame's tag, once aborting */
   uint64_t job;            /* the job id every HELLO must carry */
   uint32_t table_cpus;     /* the rendezvous table's CPU count (0: none) */
   int auth;                /* a secret is set: connections authenticate */
