@@ -41,6 +41,8 @@
 typedef struct tcp_run_opts {
   int ipv6;             /* bind ::1 instead of 127.0.0.1 */
   int hosts;            /* REDCOLL_HOSTS-style list instead of the rendezvous */
+  int recreate;         /* every rank creates its communicator, destroys it and
+                         * creates it again on the same ports before fn */
   uint64_t timeout_ms;  /* communicator timeout; 0: 60 s */
   double deadline_s;    /* the parent's deadline for the whole run; 0: 240 s */
   const char *secrets[64]; /* rank r's secret (config.secret); NULL: none */
@@ -142,7 +144,8 @@ static void tcp_run__uv_warm_up(void) {
 
 /* Exit codes of a child: 0 ok, 100 + (-status) for a failing status, 99 for
  * CHECK failures, 98 for leaked descriptors, 97 for leaked memory. */
-static int tcp_run__child(int rank, int p, const char *addrs, int hosts, uint64_t timeout_ms,
+static int tcp_run__child(int rank, int p, const char *addrs, int hosts, int recreate,
+                          uint64_t timeout_ms,
                           const char *secret, uint64_t job_id, redcoll_rank_main fn,
                           void *arg) {
 #ifdef REDCOLL_TEST_H
@@ -161,6 +164,11 @@ static int tcp_run__child(int rank, int p, const char *addrs, int hosts, uint64_
   tcp_run__uv_warm_up();
   int fds_before = tcp_run_fd_count();
   int rc = redcoll_tcp_comm_create(&cfg, &comm);
+  if (rc == REDCOLL_OK && recreate) {
+    redcoll_comm_destroy(comm);
+    comm = NULL;
+    rc = redcoll_tcp_comm_create(&cfg, &comm);
+  }
   if (rc == REDCOLL_OK) rc = fn(comm, arg);
   redcoll_comm_destroy(comm);
   int fds_after = tcp_run_fd_count();
@@ -213,7 +221,7 @@ static int tcp_run_opts_run(int p, redcoll_rank_main fn, void *arg, tcp_run_opts
     }
     if (pid == 0) {
       for (int i = 0; i < nports; i++) close(fds[i]);
-      int code = tcp_run__child(r, p, addrs, o->hosts, tmo, r < 64 ? o->secrets[r] : NULL,
+      int code = tcp_run__child(r, p, addrs, o->hosts, o->recreate, tmo, r < 64 ? o->secrets[r] : NULL,
                                 r < 64 ? o->job_ids[r] : 0, fn, arg);
       free(fds);
       free(pids);

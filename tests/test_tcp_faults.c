@@ -462,6 +462,15 @@ static int rank_exit(redcoll_comm *c, void *arg) {
   return REDCOLL_OK;
 }
 
+/* ---- reuse: the same ports again --------------------------------------------- */
+
+static int rank_reuse(redcoll_comm *c, void *arg) {
+  shared *sh = arg;
+  int me = redcoll_comm_rank(c);
+  sh->st[me] = run_verified(c, 2);
+  return sh->st[me];
+}
+
 /* ---- abort behind data ------------------------------------------------------ */
 
 /* Rank 2 sends rank 1 200 KiB that rank 1 has not asked for (it waits for
@@ -532,6 +541,21 @@ int main(int argc, char **argv) {
     CHECK_INT(tcp_run_opts_run(3, rank_exit, sh, &o), REDCOLL_OK);
     CHECK_INT(sh->st[0], REDCOLL_ETRANSPORT);
     CHECK_MSG(sh->t[0] < 3.0, "rank 0 noticed rank 1's exit after %.2f s", sh->t[0]);
+  }
+  if (want(argc, argv, "reuse")) {
+    /* A communicator from a host list, destroyed and made again at once on
+     * the same ports, with and without a rendezvous. */
+    for (int hosts = 0; hosts < 2; hosts++) {
+      memset(sh, 0, sizeof *sh);
+      memset(&o, 0, sizeof o);
+      o.hosts = hosts;
+      o.recreate = 1;
+      o.timeout_ms = 10000;
+      o.deadline_s = 60;
+      int rc = tcp_run_opts_run(4, rank_reuse, sh, &o);
+      CHECK_MSG(rc == REDCOLL_OK, "hosts %d: %s", hosts, redcoll_status_name(rc));
+      for (int r = 0; r < 4; r++) CHECK_MSG(sh->st[r] == REDCOLL_OK, "hosts %d rank %d", hosts, r);
+    }
   }
   if (want(argc, argv, "abort_behind")) {
     memset(sh, 0, sizeof *sh);

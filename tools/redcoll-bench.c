@@ -293,6 +293,7 @@ static int bench_point(redcoll_comm *c, bench_state *st, redcoll_algo algo, size
   if (rc != REDCOLL_OK) return rc;
   fill_inputs(o, me, p, count, b);
   int n = o->warmup + o->iters;
+  redcoll_algo ran = REDCOLL_ALGO_AUTO;
   for (int it = 0; it < n; it++) {
     rc = redcoll_barrier(c);
     if (rc != REDCOLL_OK) return rc;
@@ -300,6 +301,7 @@ static int bench_point(redcoll_comm *c, bench_state *st, redcoll_algo algo, size
     rc = run_coll(c, o, count, b);
     double t = now_s() - t0;
     if (rc != REDCOLL_OK) return rc;
+    ran = redcoll_comm_last_algorithm(c); /* before the check's own allreduce */
     if (it == 0) {
       /* The first call's result, checked everywhere; all ranks learn the
        * verdict so that they stop together. */
@@ -318,7 +320,6 @@ static int bench_point(redcoll_comm *c, bench_state *st, redcoll_algo algo, size
     }
     if (it >= o->warmup) times[it - o->warmup] = t;
   }
-  redcoll_algo ran = redcoll_comm_last_algorithm(c);
   /* An iteration lasts as long as its slowest rank. */
   rc = redcoll_allreduce(c, times, all, (size_t)o->iters, REDCOLL_FLOAT64, REDCOLL_MAX);
   if (rc != REDCOLL_OK) return rc;

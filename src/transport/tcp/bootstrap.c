@@ -659,6 +659,10 @@ static int master_serve(redcoll__tcp *t, const redcoll__tcp_addr *maddr, uint64_
   for (int q = 0; q < t->size; q++) fds[q] = -1;
   t->peers[0].addr = t->self;
   lfd = socket_nb(maddr->ss_family);
+  /* The same port again right after a job (connections of the last
+   * rendezvous may linger in TIME_WAIT), as libuv does for the listeners. */
+  int one = 1;
+  if (lfd >= 0) setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   int br = lfd < 0 ? -1 : bind(lfd, (const struct sockaddr *)maddr, addr_len(maddr));
   if (br != 0 && lfd >= 0 && errno == EADDRNOTAVAIL) {
     /* The master's name is not an address of this host (NAT, alias). */
