@@ -182,8 +182,68 @@ static void clear_env(void) {
       "REDCOLL_RANK", "REDCOLL_SIZE", "SLURM_PROCID", "SLURM_NTASKS", "OMPI_COMM_WORLD_RANK",
       "OMPI_COMM_WORLD_SIZE", "PMI_RANK", "PMI_SIZE", "REDCOLL_HOSTS", "REDCOLL_MASTER",
       "REDCOLL_TIMEOUT_MS", "REDCOLL_IFNAME", "REDCOLL_LISTEN", "REDCOLL_SECRET", "REDCOLL_JOB_ID",
-      "SLURM_JOB_ID", "SLURM_STEP_ID", "OMPI_MCA_ess_base_jobid"};
+      "SLURM_JOB_ID", "SLURM_STEP_ID", "OMPI_MCA_ess_base_jobid", "RANK", "WORLD_SIZE",
+      "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID",
+      "TORCHELASTIC_RESTART_COUNT"};
   for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) unsetenv(vars[i]);
+}
+
+/* torchrun's variables: rank and size, and the rendezvous one port above
+ * MASTER_PORT (PyTorch's own store keeps that one); REDCOLL_MASTER wins. */
+static void test_env_torchrun(void) {
+  redcoll_tcp_config cfg;
+  clear_env();
+  setenv("RANK", "2", 1);
+  setenv("WORLD_SIZE", "4", 1);
+  setenv("LOCAL_RANK", "0", 1);
+  setenv("MASTER_ADDR", "node7", 1);
+  setenv("MASTER_PORT", "29500", 1);
+  CHECK_INT(redcoll_tcp_config_from_env(&cfg), REDCOLL_OK);
+  CHECK_INT(cfg.rank, 2);
+  CHECK_INT(cfg.size, 4);
+  CHECK(cfg.master != NULL && strcmp(cfg.master, "node7:29501") == 0);
+  setenv("MASTER_ADDR", "fd00::7", 1);
+  CHECK_INT(redcoll_tcp_config_from_env(&cfg), REDCOLL_OK);
+  CHECK(cfg.master != NULL && strcmp(cfg.master, "[fd00::7]:29501") == 0);
+  setenv("TORCHELASTIC_RUN_ID", "run-9", 1);
+  CHECK_INT(redcoll_tcp_config_from_env(&cfg), REDCOLL_OK);
+  CHECK(cfg.job_id != 0);
+  setenv("REDCOLL_MASTER", "10.0.0.1:5000", 1);
+  CHECK_INT(redcoll_tcp_config_from_env(&cfg), REDCOLL_OK);
+  CHECK(strcmp(cfg.master, "10.0.0.1:5000") == 0);
+  setenv("WORLD_SIZE", "2", 1); /* RANK 2 of 2 */
+  CHECK_INT(redcoll_tcp_config_from_env(&cfg), REDCOLL_EINVAL);
+  clear_env();
+}
+
+/* Bad configuration fails at once with a message, instead of being retried
+ * until the timeout (a master without a host or with port 0 used to be
+ * retried for the whole timeout and reported as "Connection timed out");
+ * nothing listening is retried, then reported as such. */
+static void test_bad_config(void) {
+  static const char *const masters[] = {":5000", ":0", "127.0.0.1:0", "127.0.0.1:70000"};
+  redcoll_tcp_config cfg;
+  redcoll_comm *c = NULL;
+  for (size_t i = 0; i < sizeof masters / sizeof masters[0]; i++) {
+    redcoll_tcp_config_init(&cfg);
+    cfg.rank = 1;
+    cfg.size = 2;
+    cfg.master = masters[i];
+    cfg.timeout_ms = 20000;
+    double t0 = now_s();
+    CHECK_INT(redcoll_tcp_comm_create(&cfg, &c), REDCOLL_EINVAL);
+    CHECK_MSG(now_s() - t0 < 1.0, "%s took %.2f s", masters[i], now_s() - t0);
+  }
+  clear_env();
+  setenv("REDCOLL_RANK", "0", 1);
+  setenv("REDCOLL_SIZE", "100000000", 1);
+  CHECK_INT(redcoll_tcp_config_from_env(&cfg), REDCOLL_EINVAL);
+  clear_env();
+  redcoll_tcp_config_init(&cfg);
+  cfg.rank = 0;
+  cfg.size = REDCOLL_TCP_MAX_SIZE + 1;
+  cfg.master = "127.0.0.1:5000";
+  CHECK_INT(redcoll_tcp_comm_create(&cfg, &c), REDCOLL_EINVAL);
 }
 
 static void test_env(void) {
@@ -760,6 +820,8 @@ int main(int argc, char **argv) {
     test_frames();
     test_addresses();
     test_env();
+    test_env_torchrun();
+    test_bad_config();
   }
   tcp_run_opts o;
   if (want(argc, argv, "p2p")) {

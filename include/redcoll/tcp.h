@@ -64,6 +64,11 @@ extern "C" {
 /* Default of timeout_ms: 3 minutes. */
 #define REDCOLL_TCP_DEFAULT_TIMEOUT_MS 180000u
 
+/* The largest number of ranks a TCP communicator takes: a larger
+ * REDCOLL_SIZE (or launcher size) is refused at once as a configuration
+ * error rather than waited for. */
+#define REDCOLL_TCP_MAX_SIZE 65536
+
 typedef struct redcoll_tcp_config {
   /* This rank and the number of ranks: 0 <= rank < size. */
   int rank;
@@ -117,14 +122,20 @@ REDCOLL_API void redcoll_tcp_config_init(redcoll_tcp_config *cfg);
 /* Initializes cfg and fills it from the environment:
  *   rank, size: REDCOLL_RANK / REDCOLL_SIZE, else SLURM_PROCID /
  *               SLURM_NTASKS, OMPI_COMM_WORLD_RANK / OMPI_COMM_WORLD_SIZE,
- *               PMI_RANK / PMI_SIZE (the first pair that is complete);
- *   hosts:      REDCOLL_HOSTS;     master: REDCOLL_MASTER;
+ *               PMI_RANK / PMI_SIZE, torchrun's RANK / WORLD_SIZE (the
+ *               first pair that is complete); size at most
+ *               REDCOLL_TCP_MAX_SIZE;
+ *   hosts:      REDCOLL_HOSTS;     master: REDCOLL_MASTER, else under
+ *               torchrun MASTER_ADDR at MASTER_PORT + 1 (PyTorch's own
+ *               rendezvous keeps MASTER_PORT);
  *   listen:     REDCOLL_LISTEN (host, host:port or :port);
  *   timeout_ms: REDCOLL_TIMEOUT_MS; ifname: REDCOLL_IFNAME;
  *   secret:     REDCOLL_SECRET;
  *   job_id:     a 64-bit digest (FNV-1a) of REDCOLL_JOB_ID, else of the
  *               job of the launcher that gave rank and size (SLURM_JOB_ID
- *               and SLURM_STEP_ID, or OMPI_MCA_ess_base_jobid); 0 if none.
+ *               and SLURM_STEP_ID, OMPI_MCA_ess_base_jobid, or
+ *               TORCHELASTIC_RUN_ID and TORCHELASTIC_RESTART_COUNT); 0 if
+ *               none.
  * String members point into the environment: keep it unchanged until the
  * communicator is created.  Returns REDCOLL_EINVAL (with a message at log
  * level error) if a variable is malformed or rank/size cannot be found;

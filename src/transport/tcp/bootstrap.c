@@ -307,17 +307,32 @@ static int env_int(const char *name, long max, long *out) {
   return 1;
 }
 
+/* torchrun's rendezvous host and port (MASTER_ADDR, MASTER_PORT): redcoll's
+ * runs one port above, so that PyTorch's own store keeps MASTER_PORT.
+ * Returns the string for cfg->master (kept per thread), or NULL. */
+static const char *torchrun_master(void) {
+  static __thread char buf[300];
+  const char *a = getenv("MASTER_ADDR");
+  long port;
+  if (a == NULL || *a == '\0' || env_int("MASTER_PORT", 65534, &port) <= 0) return NULL;
+  snprintf(buf, sizeof buf, strchr(a, ':') != NULL ? "[%s]:%ld" : "%s:%ld", a, port + 1);
+  return buf;
+}
+
 REDCOLL_API int redcoll_tcp_config_from_env(redcoll_tcp_config *cfg) {
   if (cfg == NULL) return REDCOLL_EINVAL;
   redcoll_tcp_config_init(cfg);
   static const char *const pairs[][2] = {{"REDCOLL_RANK", "REDCOLL_SIZE"},
                                          {"SLURM_PROCID", "SLURM_NTASKS"},
                                          {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
-                                         {"PMI_RANK", "PMI_SIZE"}};
+                                         {"PMI_RANK", "PMI_SIZE"},
+                                         {"RANK", "WORLD_SIZE"}};
+  enum { FROM_TORCHRUN = 4 };
   size_t from = 0; /* the pair rank and size came from */
   for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
     long r, s;
-    int hr = env_int(pairs[i][0], 1 << 24, &r), hs = env_int(pairs[i][1], 1 << 24, &s);
+    int hr = env_int(pairs[i][0], REDCOLL_TCP_MAX_SIZE - 1, &r),
+        hs = env_int(pairs[i][1], REDCOLL_TCP_MAX_SIZE, &s);
     if (hr < 0 || hs < 0) return REDCOLL_EINVAL;
     if (hr && hs) {
       if (s < 1 || r >= s) {
@@ -336,12 +351,14 @@ REDCOLL_API int redcoll_tcp_config_from_env(redcoll_tcp_config *cfg) {
   }
   if (cfg->rank < 0) {
     redcoll__log(0, "tcp: no rank in the environment (REDCOLL_RANK and REDCOLL_SIZE, or a "
-                    "launcher's SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMI_RANK)");
+                    "launcher's SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMI_RANK, or torchrun's "
+                    "RANK and WORLD_SIZE)");
     return REDCOLL_EINVAL;
   }
   const char *s;
   if ((s = getenv("REDCOLL_HOSTS")) != NULL && *s != '\0') cfg->hosts = s;
   if ((s = getenv("REDCOLL_MASTER")) != NULL && *s != '\0') cfg->master = s;
+  else if (from == FROM_TORCHRUN && cfg->hosts == NULL) cfg->master = torchrun_master();
   if ((s = getenv("REDCOLL_LISTEN")) != NULL && *s != '\0') cfg->listen_host = s;
   if ((s = getenv("REDCOLL_IFNAME")) != NULL && *s != '\0') cfg->ifname = s;
   if ((s = getenv("REDCOLL_SECRET")) != NULL && *s != '\0') cfg->secret = s;
@@ -352,7 +369,8 @@ REDCOLL_API int redcoll_tcp_config_from_env(redcoll_tcp_config *cfg) {
   static const char *const jobs[][2] = {{NULL, NULL},
                                         {"SLURM_JOB_ID", "SLURM_STEP_ID"},
                                         {"OMPI_MCA_ess_base_jobid", NULL},
-                                        {NULL, NULL}};
+                                        {NULL, NULL},
+                                        {"TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT"}};
   const char *jv = getenv("REDCOLL_JOB_ID"), *more = NULL;
   if ((jv == NULL || *jv == '\0') && jobs[from][0] != NULL) {
     jv = getenv(jobs[from][0]);
@@ -582,8 +600,12 @@ static socklen_t addr_len(const redcoll__tcp_addr *a) {
 }
 
 /* Connects to addr, retrying with backoff while nobody listens there. */
-static int connect_retry(const redcoll__tcp_addr *addr, int64_t deadline) {
+/* Connects to addr, retrying while nothing listens there yet, until the
+ * deadline; *last gets the last attempt's error (ECONNREFUSED: nothing
+ * listened), so that a timeout can say what it was waiting for. */
+static int connect_retry(const redcoll__tcp_addr *addr, int64_t deadline, int *last) {
   int backoff = 2;
+  *last = 0;
   for (;;) {
     int fd = socket_nb(addr->ss_family);
     if (fd < 0) return -1;
@@ -603,6 +625,7 @@ static int connect_retry(const redcoll__tcp_addr *addr, int64_t deadline) {
     }
     if (r == 0) return fd;
     int e = errno;
+    *last = e;
     close(fd);
     if (e != ECONNREFUSED && e != ETIMEDOUT && e != ECONNRESET && e != EAGAIN) {
       errno = e;
@@ -807,8 +830,14 @@ out:
 static int boot_master(redcoll__tcp *t, const redcoll_tcp_config *cfg) {
   redcoll__tcp_addr maddr;
   char ma[64];
-  if (redcoll__tcp_parse_addr(cfg->master, strlen(cfg->master), -1, &maddr, NULL) != REDCOLL_OK) {
-    redcoll__log(0, "tcp rank %d: REDCOLL_MASTER=%s is not host:port", t->rank, cfg->master);
+  int has_host = 0;
+  if (redcoll__tcp_parse_addr(cfg->master, strlen(cfg->master), -1, &maddr, &has_host) !=
+          REDCOLL_OK ||
+      !has_host || redcoll__tcp_addr_port(&maddr) == 0) {
+    redcoll__log(0,
+                 "tcp rank %d: the rendezvous address '%s' (REDCOLL_MASTER) is not host:port "
+                 "with a host and a port from 1 to 65535, e.g. 10.0.0.1:29500",
+                 t->rank, cfg->master);
     return REDCOLL_EINVAL;
   }
   redcoll__tcp_addr_str(&maddr, ma, sizeof ma);
@@ -820,11 +849,19 @@ static int boot_master(redcoll__tcp *t, const redcoll_tcp_config *cfg) {
   } else {
     /* The address this host uses to reach the master is the one the other
      * ranks can most likely reach it by. */
-    fd = connect_retry(&maddr, deadline);
+    int last;
+    fd = connect_retry(&maddr, deadline, &last);
     if (fd < 0) {
-      redcoll__log(0, "tcp rank %d: cannot reach the rendezvous at %s: %s", t->rank, ma,
-                   strerror(errno));
-      return errno_status(errno);
+      int e = errno;
+      if (e == ETIMEDOUT && last == ECONNREFUSED)
+        redcoll__log(0,
+                     "tcp rank %d: nothing listened at the rendezvous address %s for %llu ms "
+                     "(connection refused): is rank 0 running, with the same REDCOLL_MASTER?",
+                     t->rank, ma, (unsigned long long)t->timeout_ms);
+      else
+        redcoll__log(0, "tcp rank %d: cannot reach the rendezvous at %s: %s", t->rank, ma,
+                     strerror(e));
+      return errno_status(e);
     }
     socklen_t sl = sizeof route;
     memset(&route, 0, sizeof route);

@@ -1295,8 +1295,10 @@ static void ignore_sigpipe(void) {
 REDCOLL_API int redcoll_tcp_comm_create(const redcoll_tcp_config *cfg, redcoll_comm **out) {
   if (out == NULL) return REDCOLL_EINVAL;
   *out = NULL;
-  if (cfg == NULL || cfg->size < 1 || cfg->rank < 0 || cfg->rank >= cfg->size) {
-    redcoll__log(0, "tcp: rank and size missing or out of range");
+  if (cfg == NULL || cfg->size < 1 || cfg->size > REDCOLL_TCP_MAX_SIZE || cfg->rank < 0 ||
+      cfg->rank >= cfg->size) {
+    redcoll__log(0, "tcp: rank %d of size %d: a rank from 0 to size - 1 and a size from 1 to %d "
+                    "are needed", cfg ? cfg->rank : -1, cfg ? cfg->size : -1, REDCOLL_TCP_MAX_SIZE);
     return REDCOLL_EINVAL;
   }
   int rc;
