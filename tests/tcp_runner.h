@@ -43,6 +43,10 @@ typedef struct tcp_run_opts {
   int hosts;            /* REDCOLL_HOSTS-style list instead of the rendezvous */
   int recreate;         /* every rank creates its communicator, destroys it and
                          * creates it again on the same ports before fn */
+  int start_delay_ms[64]; /* rank r waits this long before it bootstraps */
+  /* If not NULL: called in the parent with the rendezvous address (or the
+   * host list) once it is chosen, before the ranks start. */
+  void (*before)(const char *addrs, void *arg);
   uint64_t timeout_ms;  /* communicator timeout; 0: 60 s */
   double deadline_s;    /* the parent's deadline for the whole run; 0: 240 s */
   const char *secrets[64]; /* rank r's secret (config.secret); NULL: none */
@@ -145,7 +149,7 @@ static void tcp_run__uv_warm_up(void) {
 /* Exit codes of a child: 0 ok, 100 + (-status) for a failing status, 99 for
  * CHECK failures, 98 for leaked descriptors, 97 for leaked memory. */
 static int tcp_run__child(int rank, int p, const char *addrs, int hosts, int recreate,
-                          uint64_t timeout_ms,
+                          int delay_ms, uint64_t timeout_ms,
                           const char *secret, uint64_t job_id, redcoll_rank_main fn,
                           void *arg) {
 #ifdef REDCOLL_TEST_H
@@ -163,6 +167,7 @@ static int tcp_run__child(int rank, int p, const char *addrs, int hosts, int rec
   redcoll_comm *comm = NULL;
   tcp_run__uv_warm_up();
   int fds_before = tcp_run_fd_count();
+  if (delay_ms > 0) tcp_run_sleep_ms(delay_ms);
   int rc = redcoll_tcp_comm_create(&cfg, &comm);
   if (rc == REDCOLL_OK && recreate) {
     redcoll_comm_destroy(comm);
@@ -210,6 +215,7 @@ static int tcp_run_opts_run(int p, redcoll_rank_main fn, void *arg, tcp_run_opts
     strcat(addrs, one);
   }
   uint64_t tmo = o->timeout_ms ? o->timeout_ms : 60000;
+  if (o->before != NULL) o->before(addrs, arg);
   fflush(NULL);
   for (int r = 0; r < p; r++) {
     pid_t pid = fork();
@@ -221,7 +227,8 @@ static int tcp_run_opts_run(int p, redcoll_rank_main fn, void *arg, tcp_run_opts
     }
     if (pid == 0) {
       for (int i = 0; i < nports; i++) close(fds[i]);
-      int code = tcp_run__child(r, p, addrs, o->hosts, o->recreate, tmo, r < 64 ? o->secrets[r] : NULL,
+      int code = tcp_run__child(r, p, addrs, o->hosts, o->recreate,
+                                r < 64 ? o->start_delay_ms[r] : 0, tmo, r < 64 ? o->secrets[r] : NULL,
                                 r < 64 ? o->job_ids[r] : 0, fn, arg);
       free(fds);
       free(pids);

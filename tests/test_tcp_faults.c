@@ -462,6 +462,41 @@ static int rank_exit(redcoll_comm *c, void *arg) {
   return REDCOLL_OK;
 }
 
+/* ---- slow strangers at the rendezvous ----------------------------------------- */
+
+/* Before the ranks start: a forked stranger connects to the rendezvous
+ * address as soon as rank 0 listens there and stays silent, another sends
+ * one byte a second.  Rank 0 used to read registrations one after the
+ * other, so a silent first connection held the whole job until the
+ * timeout. */
+static void strangers_at(const char *addrs, void *arg) {
+  shared *sh = arg;
+  for (int k = 0; k < 2; k++) {
+    pid_t pid = fork();
+    if (pid != 0) {
+      sh->pid[k] = pid;
+      continue;
+    }
+    int fd = -1;
+    for (int i = 0; i < 2000 && fd < 0; i++) {
+      fd = connect_to(addrs);
+      if (fd < 0) sleep_ms(2);
+    }
+    for (int i = 0; i < 30; i++) {
+      if (k == 1 && fd >= 0 && send(fd, "R", 1, MSG_NOSIGNAL) != 1) break;
+      sleep_ms(1000);
+    }
+    _exit(0);
+  }
+}
+
+static int rank_quick(redcoll_comm *c, void *arg) {
+  shared *sh = arg;
+  int me = redcoll_comm_rank(c);
+  sh->st[me] = run_verified(c, 1);
+  return sh->st[me];
+}
+
 /* ---- reuse: the same ports again --------------------------------------------- */
 
 static int rank_reuse(redcoll_comm *c, void *arg) {
@@ -541,6 +576,23 @@ int main(int argc, char **argv) {
     CHECK_INT(tcp_run_opts_run(3, rank_exit, sh, &o), REDCOLL_OK);
     CHECK_INT(sh->st[0], REDCOLL_ETRANSPORT);
     CHECK_MSG(sh->t[0] < 3.0, "rank 0 noticed rank 1's exit after %.2f s", sh->t[0]);
+  }
+  if (want(argc, argv, "slow_strangers")) {
+    memset(sh, 0, sizeof *sh);
+    memset(&o, 0, sizeof o);
+    o.timeout_ms = 20000;
+    o.deadline_s = 60;
+    o.before = strangers_at;
+    for (int r = 1; r < 4; r++) o.start_delay_ms[r] = 400; /* the strangers come first */
+    double t0 = now_s();
+    int rc = tcp_run_opts_run(4, rank_quick, sh, &o);
+    double took = now_s() - t0;
+    for (int k = 0; k < 2; k++) {
+      kill(sh->pid[k], SIGKILL);
+      waitpid(sh->pid[k], NULL, 0);
+    }
+    CHECK_MSG(rc == REDCOLL_OK, "slow strangers: %s", redcoll_status_name(rc));
+    CHECK_MSG(took < 6.0, "the job took %.2f s to run with strangers at its rendezvous", took);
   }
   if (want(argc, argv, "reuse")) {
     /* A communicator from a host list, destroyed and made again at once on

@@ -667,11 +667,128 @@ static uint32_t table_cpus(const redcoll__tcp *t) {
 
 /* Rank 0: collect every rank's address, then send everyone the table and
  * the job id (cfg_job, the configured one, or a random one). */
+/* ---- the rendezvous server (rank 0) ------------------------------------------- */
+
+#define REG_LEN (REDCOLL__TCP_HDR + REDCOLL__TCP_ADDR_WIRE + 8)
+/* A connection to the rendezvous must deliver its whole registration
+ * within this many milliseconds, or it is dropped: a silent or slow
+ * stranger costs the job nothing. */
+#define REG_WINDOW_MS 2000
+/* Connections read at once beyond the ranks still expected. */
+#define REG_EXTRA 64
+
+typedef struct reg_conn {
+  int fd;
+  size_t got;
+  int64_t until;
+  unsigned char buf[REG_LEN];
+} reg_conn;
+
+/* A complete registration on fd: rank q's address.  Returns 1 if taken
+ * (fds[q] = fd), 0 if dropped (fd closed), REDCOLL_EINVAL if a rank
+ * registered twice. */
+static int take_registration(redcoll__tcp *t, const char *ma, uint64_t cfg_job, int *fds, int fd,
+                             const unsigned char *reg) {
+  redcoll__tcp_frame f;
+  redcoll__tcp_addr a;
+  if (redcoll__tcp_decode(reg, &f) != REDCOLL_OK || f.type != REDCOLL__FR_REG ||
+      f.len != REDCOLL__TCP_ADDR_WIRE + 8 || (f.tag >> 32) != (uint64_t)t->size ||
+      (f.tag & 0xffffffffu) == 0 || (f.tag & 0xffffffffu) >= (uint64_t)t->size ||
+      redcoll__tcp_addr_decode(reg + REDCOLL__TCP_HDR, &a) != REDCOLL_OK) {
+    redcoll__log(1, "tcp rank 0: rendezvous on %s: dropped a malformed registration", ma);
+    close(fd);
+    return 0;
+  }
+  int q = (int)(f.tag & 0xffffffffu);
+  uint64_t job = redcoll__tcp_get_le(reg + REDCOLL__TCP_HDR + REDCOLL__TCP_ADDR_WIRE, 8);
+  if (job != cfg_job) {
+    redcoll__log(1,
+                 "tcp rank 0: rendezvous on %s: dropped a registration of rank %d from "
+                 "another job (job id %016llx, this job's is %016llx)",
+                 ma, q, (unsigned long long)job, (unsigned long long)cfg_job);
+    close(fd);
+    return 0;
+  }
+  if (fds[q] >= 0) {
+    redcoll__log(0, "tcp rank 0: rendezvous on %s: rank %d registered twice", ma, q);
+    close(fd);
+    return REDCOLL_EINVAL;
+  }
+  fds[q] = fd;
+  t->peers[q].addr = a;
+  return 1;
+}
+
+/* Reads what connection c has; 1 when its registration is complete, 0 to
+ * wait for more, -1 when it closed or failed. */
+static int reg_read(reg_conn *c) {
+  ssize_t r = recv(c->fd, c->buf + c->got, REG_LEN - c->got, 0);
+  if (r > 0) c->got += (size_t)r;
+  else if (r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return -1;
+  return c->got == REG_LEN;
+}
+
+/* Accepts registrations on lfd until every rank has one (fds[q] gets rank
+ * q's connection), reading all connections at once, each within
+ * REG_WINDOW_MS; REDCOLL_ETIMEDOUT at the deadline. */
+static int gather_registrations(redcoll__tcp *t, int lfd, const char *ma, uint64_t cfg_job,
+                                int *fds, int64_t deadline) {
+  int cap = t->size + REG_EXTRA, n = 0, got = 1, rc = REDCOLL_OK;
+  reg_conn *pend = calloc((size_t)cap, sizeof *pend);
+  struct pollfd *pfd = calloc((size_t)cap + 1, sizeof *pfd);
+  if (pend == NULL || pfd == NULL) rc = REDCOLL_ENOMEM;
+  while (rc == REDCOLL_OK && got < t->size) {
+    int64_t now = now_ms(), wake = deadline;
+    if (now >= deadline) {
+      redcoll__log(0, "tcp rank 0: rendezvous on %s: %d of %d ranks arrived before the timeout",
+                   ma, got, t->size);
+      rc = REDCOLL_ETIMEDOUT;
+      break;
+    }
+    for (int i = 0; i < n; i++) {
+      pfd[i + 1] = (struct pollfd){pend[i].fd, POLLIN, 0};
+      if (pend[i].until < wake) wake = pend[i].until;
+    }
+    pfd[0] = (struct pollfd){lfd, n < cap ? POLLIN : 0, 0};
+    if (poll(pfd, (nfds_t)n + 1, (int)(wake - now)) < 0 && errno != EINTR) {
+      rc = REDCOLL_ETRANSPORT;
+      break;
+    }
+    now = now_ms();
+    /* Read, and drop the finished, the failed and the late. */
+    for (int i = n - 1; i >= 0; i--) {
+      int st = pfd[i + 1].revents ? reg_read(&pend[i]) : 0;
+      if (st == 0 && now < pend[i].until) continue;
+      if (st == 1) {
+        int r = take_registration(t, ma, cfg_job, fds, pend[i].fd, pend[i].buf);
+        if (r < 0) rc = r;
+        got += r == 1;
+      } else {
+        if (st == 0)
+          redcoll__log(1, "tcp rank 0: rendezvous on %s: dropped a connection that sent no "
+                          "registration within %d ms", ma, REG_WINDOW_MS);
+        close(pend[i].fd);
+      }
+      pend[i] = pend[--n];
+    }
+    while (pfd[0].revents && n < cap) {
+      int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (fd < 0) break;
+      int64_t until = now + REG_WINDOW_MS;
+      pend[n++] = (reg_conn){fd, 0, until < deadline ? until : deadline, {0}};
+    }
+  }
+  for (int i = 0; i < n; i++) close(pend[i].fd);
+  free(pend);
+  free(pfd);
+  return rc;
+}
+
 static int master_serve(redcoll__tcp *t, const redcoll__tcp_addr *maddr, uint64_t cfg_job,
                         int64_t deadline) {
   char ma[64];
   redcoll__tcp_addr_str(maddr, ma, sizeof ma);
-  int rc = REDCOLL_OK, lfd = -1, got = 1;
+  int rc = REDCOLL_OK, lfd = -1;
   size_t tlen = REDCOLL__TCP_TABLE_HEAD + (size_t)t->size * REDCOLL__TCP_ADDR_WIRE;
   int *fds = malloc((size_t)t->size * sizeof *fds);
   unsigned char *table = malloc(REDCOLL__TCP_HDR + tlen);
@@ -682,10 +799,6 @@ static int master_serve(redcoll__tcp *t, const redcoll__tcp_addr *maddr, uint64_
   for (int q = 0; q < t->size; q++) fds[q] = -1;
   t->peers[0].addr = t->self;
   lfd = socket_nb(maddr->ss_family);
-  /* The same port again right after a job (connections of the last
-   * rendezvous may linger in TIME_WAIT), as libuv does for the listeners. */
-  int one = 1;
-  if (lfd >= 0) setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   int br = lfd < 0 ? -1 : bind(lfd, (const struct sockaddr *)maddr, addr_len(maddr));
   if (br != 0 && lfd >= 0 && errno == EADDRNOTAVAIL) {
     /* The master's name is not an address of this host (NAT, alias). */
@@ -700,48 +813,8 @@ static int master_serve(redcoll__tcp *t, const redcoll__tcp_addr *maddr, uint64_
     rc = REDCOLL_ETRANSPORT;
     goto out;
   }
-  while (got < t->size) {
-    int w = fd_wait(lfd, POLLIN, deadline);
-    if (w <= 0) {
-      redcoll__log(0, "tcp rank 0: rendezvous on %s: %d of %d ranks arrived before the timeout",
-                   ma, got, t->size);
-      rc = w == 0 ? REDCOLL_ETIMEDOUT : REDCOLL_ETRANSPORT;
-      goto out;
-    }
-    int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (fd < 0) continue;
-    unsigned char reg[REDCOLL__TCP_HDR + REDCOLL__TCP_ADDR_WIRE + 8];
-    redcoll__tcp_frame f;
-    redcoll__tcp_addr a;
-    if (io_all(fd, reg, sizeof reg, 0, deadline) != 0 ||
-        redcoll__tcp_decode(reg, &f) != REDCOLL_OK || f.type != REDCOLL__FR_REG ||
-        f.len != REDCOLL__TCP_ADDR_WIRE + 8 || (f.tag >> 32) != (uint64_t)t->size ||
-        (f.tag & 0xffffffffu) == 0 || (f.tag & 0xffffffffu) >= (uint64_t)t->size ||
-        redcoll__tcp_addr_decode(reg + REDCOLL__TCP_HDR, &a) != REDCOLL_OK) {
-      redcoll__log(1, "tcp rank 0: rendezvous on %s: dropped a malformed registration", ma);
-      close(fd);
-      continue;
-    }
-    int q = (int)(f.tag & 0xffffffffu);
-    uint64_t job = redcoll__tcp_get_le(reg + REDCOLL__TCP_HDR + REDCOLL__TCP_ADDR_WIRE, 8);
-    if (job != cfg_job) {
-      redcoll__log(1,
-                   "tcp rank 0: rendezvous on %s: dropped a registration of rank %d from "
-                   "another job (job id %016llx, this job's is %016llx)",
-                   ma, q, (unsigned long long)job, (unsigned long long)cfg_job);
-      close(fd);
-      continue;
-    }
-    if (fds[q] >= 0) {
-      redcoll__log(0, "tcp rank 0: rendezvous on %s: rank %d registered twice", ma, q);
-      close(fd);
-      rc = REDCOLL_EINVAL;
-      goto out;
-    }
-    fds[q] = fd;
-    t->peers[q].addr = a;
-    got++;
-  }
+  rc = gather_registrations(t, lfd, ma, cfg_job, fds, deadline);
+  if (rc != REDCOLL_OK) goto out;
   /* Without a configured job id the job gets a random one here. */
   t->job = cfg_job != 0 ? cfg_job : random_job();
   t->table_cpus = table_cpus(t);
