@@ -1,8 +1,8 @@
 /*
  * A transport of your own in about 100 lines: P ranks are threads, every
- * pair of ranks shares a socketpair(2), and the three blocking calls of
- * include/redcoll/transport.h move a 16-byte header (tag, length) and the
- * payload over it.  This is how a runtime with its own messaging plugs into
+ * pair of ranks shares a socketpair(2), and the exchange member of
+ * include/redcoll/transport.h (version 3) moves a 16-byte header (tag,
+ * length) and the payload over it.  This is how a runtime with its own messaging plugs into
  * redcoll; docs/transports.md walks through it.
  *
  *   build/examples/socketpair_transport [P]
@@ -68,29 +68,28 @@ static int exchange(xfer *s, xfer *r, uint64_t rtag) {
   return REDCOLL_OK;
 }
 
-static int sp_sendrecv(void *impl, int dst, uint64_t stag, const void *sbuf, size_t slen, int src,
-                       uint64_t rtag, void *rbuf, size_t rlen) {
+/* The vtable's one transfer: a send, a receive or both (the deadline in
+ * ctx is not used: poll's timeout bounds every wait). */
+static int sp_exchange(void *impl, const redcoll_transport_ctx *ctx,
+                       const redcoll_transport_msg *send, const redcoll_transport_msg *recv) {
+  (void)ctx;
   int me = ((rank_state *)impl)->rank;
-  xfer s = {fds[me][dst], {stag, slen}, (char *)sbuf, slen, 0};
-  xfer r = {fds[me][src], {0, 0}, rbuf, rlen, 0};
-  return exchange(&s, &r, rtag);
+  xfer s, r;
+  if (send != NULL) s = (xfer){fds[me][send->peer], {send->tag, send->len}, send->buf, send->len, 0};
+  if (recv != NULL) r = (xfer){fds[me][recv->peer], {0, 0}, recv->buf, recv->len, 0};
+  return exchange(send ? &s : NULL, recv ? &r : NULL, recv ? recv->tag : 0);
 }
-static int sp_send(void *impl, int dst, uint64_t tag, const void *buf, size_t len) {
-  int me = ((rank_state *)impl)->rank;
-  xfer s = {fds[me][dst], {tag, len}, (char *)buf, len, 0};
-  return exchange(&s, NULL, 0);
-}
-static int sp_recv(void *impl, int src, uint64_t tag, void *buf, size_t len) {
-  int me = ((rank_state *)impl)->rank;
-  xfer r = {fds[me][src], {0, 0}, buf, len, 0};
-  return exchange(NULL, &r, tag);
+static int sp_info(void *impl, redcoll_transport_info *info) {
+  (void)impl;
+  strcpy(info->name, "socketpair"); /* its line in a tuning file, if any */
+  return REDCOLL_OK;
 }
 static void sp_destroy(void *impl) { free(impl); }
 
 static const redcoll_transport_ops sp_ops = {
-    .version = 2,
-    .send = sp_send, .recv = sp_recv, .sendrecv = sp_sendrecv,
-    .destroy = sp_destroy, /* charge and abort are optional */
+    .version = REDCOLL_TRANSPORT_VERSION,
+    .destroy = sp_destroy, /* charge, abort and now are optional */
+    .info = sp_info, .exchange = sp_exchange,
 };
 
 static int P = 7;

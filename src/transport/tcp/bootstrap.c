@@ -843,6 +843,9 @@ out:
   return rc;
 }
 
+/* master_join: the rendezvous closed the connection before answering. */
+#define JOIN_AGAIN 1
+
 /* Ranks > 0: register with the master and receive the table. */
 static int master_join(redcoll__tcp *t, int fd, const char *ma, uint64_t cfg_job,
                        int64_t deadline) {
@@ -859,6 +862,14 @@ static int master_join(redcoll__tcp *t, int fd, const char *ma, uint64_t cfg_job
   redcoll__tcp_frame f;
   if (io_all(fd, reg, sizeof reg, 1, deadline) != 0 ||
       io_all(fd, hdr, sizeof hdr, 0, deadline) != 0) {
+    if (errno == ECONNRESET && now_ms() < deadline) {
+      /* Reset before any answer: the listening socket of an earlier
+       * rendezvous on this port, closed with this connection in its
+       * backlog (a job made again at once).  Register again.  (A
+       * registration rank 0 refuses is closed normally: EOF.) */
+      rc = JOIN_AGAIN;
+      goto out;
+    }
     redcoll__log(0, "tcp rank %d: rendezvous with %s failed: %s", t->rank, ma, strerror(errno));
     rc = errno_status(errno);
     goto out;
@@ -920,6 +931,7 @@ static int boot_master(redcoll__tcp *t, const redcoll_tcp_config *cfg) {
   if (t->rank == 0) {
     route = maddr;
   } else {
+  again:;
     /* The address this host uses to reach the master is the one the other
      * ranks can most likely reach it by. */
     int last;
@@ -944,13 +956,21 @@ static int boot_master(redcoll__tcp *t, const redcoll_tcp_config *cfg) {
     }
   }
   redcoll__tcp_addr_set_port(&route, 0);
-  rc = choose_listen(t, cfg, &route, &la, &expl);
-  if (rc == REDCOLL_OK) rc = listen_on(t, &la, t->rank == 0 && !expl);
+  rc = REDCOLL_OK;
+  if (!t->listener_init) {
+    rc = choose_listen(t, cfg, &route, &la, &expl);
+    if (rc == REDCOLL_OK) rc = listen_on(t, &la, t->rank == 0 && !expl);
+  }
   if (rc == REDCOLL_OK) {
     if (t->rank == 0) rc = master_serve(t, &maddr, cfg->job_id, deadline);
     else rc = master_join(t, fd, ma, cfg->job_id, deadline);
   }
   if (fd >= 0) close(fd);
+  if (rc == JOIN_AGAIN) {
+    fd = -1;
+    poll(NULL, 0, 10);
+    goto again;
+  }
   if (rc == REDCOLL_OK) rc = check_loopback(t);
   if (rc == REDCOLL_OK) {
     char a[64];
