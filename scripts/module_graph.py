@@ -1,6 +1,11 @@
 #!/usr/bin/env python3
 """Prints the graph of which object files of the library call which (from nm
-on the objects of a build) and its cycles; exits 1 if there is a cycle."""
+on the objects of a build: the core's, in the internal library, and each
+transport's) and every cycle in it; exits 1 if there is a cycle, 2 if no
+object was found.
+
+    python3 scripts/module_graph.py build
+"""
 import glob, os, subprocess, sys, collections
 build = sys.argv[1] if len(sys.argv) > 1 else 'build'
 objs = [o for o in glob.glob(os.path.join(build, '**', '*.o'), recursive=True)
@@ -23,6 +28,8 @@ for m, syms in undefs.items():
         if s in defs and defs[s] != m:
             edges[m].add(defs[s])
 mods = sorted(set(defs.values()) | set(undefs))
+if not mods:
+    sys.exit('module_graph: no object files of the library under ' + build)
 for m in mods:
     print(m, '->', ' '.join(sorted(edges[m])))
 # Tarjan's strongly connected components

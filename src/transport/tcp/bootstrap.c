@@ -406,7 +406,7 @@ static int listen_on(redcoll__tcp *t, const redcoll__tcp_addr *addr, int allow_w
     redcoll__log(2, "tcp rank %d: %s is not local, listening on all interfaces", t->rank, a);
     r = uv_tcp_bind(&t->listener, (const struct sockaddr *)&any, 0);
   }
-  if (r == 0) r = uv_listen((uv_stream_t *)&t->listener, 1024, redcoll__tcp_on_accept);
+  if (r == 0) r = uv_listen((uv_stream_t *)&t->listener, 1024, t->on_accept);
   if (r != 0) {
     redcoll__log(0, "tcp rank %d: cannot listen on %s: %s", t->rank, a, uv_strerror(r));
     return REDCOLL_ETRANSPORT;
@@ -983,8 +983,6 @@ static int boot_master(redcoll__tcp *t, const redcoll_tcp_config *cfg) {
 int redcoll__tcp_bootstrap(redcoll__tcp *t, const redcoll_tcp_config *cfg) {
   int has_hosts = cfg->hosts != NULL && *cfg->hosts != '\0';
   int has_master = cfg->master != NULL && *cfg->master != '\0';
-  int rc = redcoll__tcp_auth_init(t, cfg->secret);
-  if (rc != REDCOLL_OK) return rc;
   if (has_hosts && has_master) {
     redcoll__log(0, "tcp rank %d: set either REDCOLL_HOSTS or REDCOLL_MASTER, not both", t->rank);
     return REDCOLL_EINVAL;

@@ -1325,7 +1325,9 @@ REDCOLL_API int redcoll_tcp_comm_create(const redcoll_tcp_config *cfg, redcoll_c
   t->timer.data = t;
   t->timer_init = 1;
   ignore_sigpipe();
-  rc = redcoll__tcp_bootstrap(t, cfg);
+  t->on_accept = redcoll__tcp_on_accept;
+  rc = redcoll__tcp_auth_init(t, cfg->secret);
+  if (rc == REDCOLL_OK) rc = redcoll__tcp_bootstrap(t, cfg);
   if (rc != REDCOLL_OK) goto fail;
   rc = redcoll_comm_create(&tcp_ops, t, cfg->rank, cfg->size, out);
   if (rc != REDCOLL_OK) goto fail; /* t is still ours */

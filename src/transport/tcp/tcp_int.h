@@ -215,6 +215,9 @@ struct redcoll__tcp {
   /* The peer this rank failed to authenticate with (-1: none): its ABORT
    * says so, so that every rank can tell why the job stopped. */
   int auth_failed_with;
+  /* What the listener calls for a new connection (tcp.c hands it to the
+   * bootstrap, which opens the listener). */
+  uv_connection_cb on_accept;
   uint64_t abort_tag; /* the ABORT frame's tag, once aborting */
   uint64_t job;            /* the job id every HELLO must carry */
   uint32_t table_cpus;     /* the rendezvous table's CPU count (0: none) */
