@@ -35,21 +35,13 @@
 #include <time.h>
 
 #include "redcoll/redcoll.h"
+#include "../tools/stats.h"
 
 #define MIN_SAMPLE_SECONDS 0.0005
 #define MAX_SIZES 16
 #define STAGGER 1088 /* 17 cache lines */
 
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
 
 typedef enum { CASE_MEMCPY, CASE_SUM, CASE_SUM_INPLACE } case_kind;
 
@@ -96,7 +88,7 @@ typedef struct {
  * error. */
 static double run(const bench_case *bc, const buffers *b, size_t bytes, size_t reps) {
   size_t count = bytes / redcoll_dtype_size(bc->dt);
-  double t0 = now();
+  double t0 = stats_now();
   for (size_t k = 0; k < reps; k++) {
     int rc = REDCOLL_OK;
     switch (bc->kind) {
@@ -110,7 +102,7 @@ static double run(const bench_case *bc, const buffers *b, size_t bytes, size_t r
     }
     if (rc != REDCOLL_OK) return -1.0;
   }
-  double dt = now() - t0;
+  double dt = stats_now() - t0;
   sink ^= b->out[bytes / 2];
   return dt;
 }
@@ -176,7 +168,7 @@ static int bench_size(const buffers *b, size_t bytes, int rounds) {
     double mult = cases[c].kind == CASE_MEMCPY ? 2.0 : 3.0;
     const double *rate = out_rate + c * (size_t)rounds;
     memcpy(tmp, rate, (size_t)rounds * sizeof *tmp);
-    qsort(tmp, (size_t)rounds, sizeof *tmp, cmp_double);
+    qsort(tmp, (size_t)rounds, sizeof *tmp, stats_cmp_double);
     double med = tmp[rounds / 2], best = tmp[rounds - 1];
     printf("| %-7s | %-20s | %8.1f | %8.1f | %8.1f |", sname, cases[c].name, mult * best, best,
            med);
@@ -186,7 +178,7 @@ static int bench_size(const buffers *b, size_t bytes, int rounds) {
       continue;
     }
     for (int r = 0; r < rounds; r++) ratio[r] = rate[r] / out_rate[r];
-    qsort(ratio, (size_t)rounds, sizeof *ratio, cmp_double);
+    qsort(ratio, (size_t)rounds, sizeof *ratio, stats_cmp_double);
     printf(" %7.0f%% | %7.0f%% | %7.0f%% |\n", 100.0 * best / cpy_best * mult / 2.0,
            100.0 * best / cpy_best, 100.0 * ratio[rounds / 2]);
   }

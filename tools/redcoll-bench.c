@@ -40,6 +40,7 @@
 #ifdef REDCOLL_BENCH_TCP
 #include <redcoll/tcp.h>
 #endif
+#include "stats.h"
 
 typedef struct bench_opts {
   int tcp;
@@ -60,12 +61,6 @@ typedef struct bench_state {
   const bench_opts *o;
   int failed;
 } bench_state;
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -267,19 +262,6 @@ static size_t check(const bench_opts *o, int me, int p, size_t count, const bufs
   return bad;
 }
 
-static int cmp_double(const void *x, const void *y) {
-  double a = *(const double *)x, b = *(const double *)y;
-  return a < b ? -1 : a > b;
-}
-
-/* The q-quantile (0..1) of n sorted values, nearest rank. */
-static double quantile(const double *v, int n, double q) {
-  int k = (int)ceil(q * n) - 1;
-  if (k < 0) k = 0;
-  if (k >= n) k = n - 1;
-  return v[k];
-}
-
 /* Runs one (size, algorithm) point on this rank.  Returns a status; a wrong
  * result is reported and counted in st->failed (every rank agrees on it
  * through an allreduce). */
@@ -297,9 +279,9 @@ static int bench_point(redcoll_comm *c, bench_state *st, redcoll_algo algo, size
   for (int it = 0; it < n; it++) {
     rc = redcoll_barrier(c);
     if (rc != REDCOLL_OK) return rc;
-    double t0 = now_s();
+    double t0 = stats_now();
     rc = run_coll(c, o, count, b);
-    double t = now_s() - t0;
+    double t = stats_now() - t0;
     if (rc != REDCOLL_OK) return rc;
     ran = redcoll_comm_last_algorithm(c); /* before the check's own allreduce */
     if (it == 0) {
@@ -324,9 +306,8 @@ static int bench_point(redcoll_comm *c, bench_state *st, redcoll_algo algo, size
   rc = redcoll_allreduce(c, times, all, (size_t)o->iters, REDCOLL_FLOAT64, REDCOLL_MAX);
   if (rc != REDCOLL_OK) return rc;
   if (me == 0) {
-    qsort(all, (size_t)o->iters, sizeof *all, cmp_double);
-    double med = o->iters % 2 ? all[o->iters / 2] : (all[o->iters / 2 - 1] + all[o->iters / 2]) / 2;
-    double p99 = quantile(all, o->iters, 0.99);
+    double med = stats_median(all, (size_t)o->iters);
+    double p99 = stats_quantile(all, (size_t)o->iters, 0.99);
     size_t real = total_elems(o, p, count) * redcoll_dtype_size(o->dt);
     double algbw = med > 0 ? (double)real / med * 1e-9 : 0;
     printf("redcoll,%s,%d,%zu,%.2f,%.2f,%.4f,%.4f,%s\n", redcoll_coll_name(o->coll), p, real,

@@ -29,6 +29,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "stats.h"
 
 #define LINE_MAX_BYTES 65536
 
@@ -60,12 +61,6 @@ static void bind_rank(int r) {
 }
 
 static void on_signal(int sig) { interrupted = sig; }
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void usage(void) {
   fprintf(stderr, "usage: redcoll-run -n P [--no-prefix] [--bind] [--] PROGRAM [ARGS...]\n");
@@ -242,7 +237,7 @@ int main(int argc, char **argv) {
   if (stopping) {
     for (int r = 0; r < p; r++)
       if (pids[r] > 0) kill(pids[r], SIGTERM);
-    kill_at = now_s() + 2.0;
+    kill_at = stats_now() + 2.0;
   }
   for (;;) {
     int nf = 0;
@@ -256,8 +251,8 @@ int main(int argc, char **argv) {
     if (nf == 0 && alive == 0) break;
     /* Output still open after every rank exited (a stray grandchild holds
      * the pipe): give it a second, then stop listening. */
-    if (alive == 0 && all_gone == 0) all_gone = now_s();
-    if (alive == 0 && now_s() - all_gone > 1.0) break;
+    if (alive == 0 && all_gone == 0) all_gone = stats_now();
+    if (alive == 0 && stats_now() - all_gone > 1.0) break;
     int r = poll(pf, (nfds_t)nf, 50);
     if (r > 0) {
       int j = 0;
@@ -294,9 +289,9 @@ int main(int argc, char **argv) {
       stopping = 1;
       for (int q = 0; q < p; q++)
         if (pids[q] > 0) kill(pids[q], SIGTERM);
-      kill_at = now_s() + 2.0;
+      kill_at = stats_now() + 2.0;
     }
-    if (stopping && kill_at > 0 && now_s() > kill_at) {
+    if (stopping && kill_at > 0 && stats_now() > kill_at) {
       for (int q = 0; q < p; q++)
         if (pids[q] > 0) kill(pids[q], SIGKILL);
       kill_at = 0;

@@ -26,22 +26,7 @@
 #ifdef REDCOLL_TUNE_TCP
 #include "redcoll/tcp.h"
 #endif
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+#include "stats.h"
 
 /* ---- measurement --------------------------------------------------------- */
 
@@ -74,12 +59,12 @@ static int pingpong(redcoll_comm *c, tune *t) {
     size_t n = sizes[s] ? sizes[s] : 1; /* count 0 sends nothing: 1 byte */
     if (redcoll_comm_size(c) > 2) rc = redcoll_barrier(c);
     for (int i = -2; i < t->iters && rc == REDCOLL_OK; i++) {
-      double t0 = now();
+      double t0 = stats_now();
       rc = redcoll_bcast(c, buf, n, REDCOLL_UINT8, 0);
       if (rc == REDCOLL_OK) rc = redcoll_bcast(c, buf, n, REDCOLL_UINT8, 1);
-      if (i >= 0) v[i] = (now() - t0) / 2;
+      if (i >= 0) v[i] = (stats_now() - t0) / 2;
     }
-    if (rc == REDCOLL_OK && rank == 0) t->half_rtt[s] = median(v, t->iters);
+    if (rc == REDCOLL_OK && rank == 0) t->half_rtt[s] = stats_median(v, (size_t)t->iters);
   }
   free(buf);
   free(v);
@@ -120,12 +105,12 @@ static void measure_gamma(tune *t) {
   }
   for (size_t i = 0; i < n; i++) a[i] = b[i] = (double)i;
   for (int i = -2; i < t->iters; i++) {
-    double t0 = now();
+    double t0 = stats_now();
     redcoll_reduce_local(a, a, b, n, REDCOLL_FLOAT64, REDCOLL_SUM);
-    if (i >= 0) v[i] = now() - t0;
+    if (i >= 0) v[i] = stats_now() - t0;
   }
   /* The core charges count * element size bytes per reduction. */
-  t->gamma = median(v, t->iters) / (double)(n * sizeof(double));
+  t->gamma = stats_median(v, (size_t)t->iters) / (double)(n * sizeof(double));
 out:
   free(a);
   free(b);
