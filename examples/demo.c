@@ -54,7 +54,7 @@ int main(void) {
   printf("%-24s %8s %10s  %s\n", "algorithm", "rounds", "time", "result");
   int failures = 0;
   for (int a = 1; a < REDCOLL_ALGO_COUNT; a++) {
-    if (!redcoll_algo_supported(REDCOLL_COLL_ALLREDUCE, (redcoll_algo)a)) continue;
+    if (!redcoll_algo_is_supported(REDCOLL_COLL_ALLREDUCE, (redcoll_algo)a)) continue;
     struct demo d = {(redcoll_algo)a, 0};
     redcoll_mock_config cfg;
     redcoll_mock_stats stats[P];

@@ -96,7 +96,7 @@ static int rank_main(redcoll_comm *c) {
       printf("%-24s %10s %10s %10s  %s\n", "algorithm", "8 B", "64 KiB", "1 MiB", "result");
     }
     for (int a = 1; a < REDCOLL_ALGO_COUNT && rc == REDCOLL_OK; a++) {
-      if (!redcoll_algo_supported(colls[k], (redcoll_algo)a)) continue;
+      if (!redcoll_algo_is_supported(colls[k], (redcoll_algo)a)) continue;
       rc = redcoll_comm_set_algorithm(c, colls[k], (redcoll_algo)a);
       double us[NSIZES];
       int ok_all = 1;

@@ -206,7 +206,7 @@ static void every_algorithm(void) {
   int runs = 0;
   for (size_t ci = 0; ci < sizeof colls / sizeof colls[0]; ci++) {
     for (int a = 0; a < REDCOLL_ALGO_COUNT; a++) {
-      if (!redcoll_algo_supported(colls[ci], (redcoll_algo)a)) continue;
+      if (!redcoll_algo_is_supported(colls[ci], (redcoll_algo)a)) continue;
       for (size_t pi = 0; pi < sizeof ps / sizeof ps[0]; pi++) {
         for (int mode = SEPARATE; mode <= ALIAS; mode++) {
           for (size_t n = 1; n <= 37; n += 36) {

@@ -294,8 +294,8 @@ static void version3(void) {
   CHECK_DBL(g, 3e-10);
   CHECK_INT(redcoll_comm_get_ranks_per_cpu(c, &f), REDCOLL_OK);
   CHECK_DBL(f, 2);
-  CHECK_INT(redcoll_comm_set_timeout(c, 50), REDCOLL_OK); /* the core measures it */
-  CHECK_INT(redcoll_comm_get_timeout(c), 50);
+  CHECK_INT(redcoll_comm_set_deadline(c, 50), REDCOLL_OK); /* the core measures it */
+  CHECK_INT(redcoll_comm_get_deadline(c), 50);
   double x[4] = {1, 2, 3, 4}, y[4];
   state.calls = 0;
   CHECK_INT(redcoll_allreduce(c, x, y, 4, REDCOLL_FLOAT64, REDCOLL_SUM), REDCOLL_ETRANSPORT);
@@ -318,7 +318,7 @@ static void version3(void) {
   redcoll_transport_ops v1 = rec_ops;
   v1.version = 1;
   CHECK_INT(redcoll_comm_create(&v1, &state, 0, 4, &c), REDCOLL_OK);
-  CHECK_INT(redcoll_comm_set_timeout(c, 50), REDCOLL_ENOTSUP);
+  CHECK_INT(redcoll_comm_set_deadline(c, 50), REDCOLL_ENOTSUP);
   redcoll_comm_destroy(c);
 }
 

@@ -284,8 +284,8 @@ static void test_noncomm(void) {
     check_run(&tc, &res);
     CHECK_INT(res.status, REDCOLL_ENOTSUP);
   }
-  CHECK_INT(redcoll_algo_accepts_noncommutative(REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_CIRCULANT_RSAG), 0);
-  CHECK_INT(redcoll_algo_accepts_noncommutative(REDCOLL_COLL_ALLGATHER, REDCOLL_ALGO_CIRCULANT), 1);
+  CHECK_INT(redcoll_algo_is_rank_ordered(REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_CIRCULANT_RSAG), 0);
+  CHECK_INT(redcoll_algo_is_rank_ordered(REDCOLL_COLL_ALLGATHER, REDCOLL_ALGO_CIRCULANT), 1);
 }
 
 /* ---- gather and scatter, through the public API ------------------------ */
@@ -303,8 +303,8 @@ static void rooted(redcoll_coll coll, redcoll_algo algo, int p, int root, size_t
 
 static void test_rooted(void) {
   /* The linear baselines (src/core/rooted_linear.c). */
-  CHECK(redcoll_algo_supported(REDCOLL_COLL_GATHER, REDCOLL_ALGO_LINEAR));
-  CHECK(redcoll_algo_supported(REDCOLL_COLL_SCATTER, REDCOLL_ALGO_LINEAR));
+  CHECK(redcoll_algo_is_supported(REDCOLL_COLL_GATHER, REDCOLL_ALGO_LINEAR));
+  CHECK(redcoll_algo_is_supported(REDCOLL_COLL_SCATTER, REDCOLL_ALGO_LINEAR));
   for (int p = 1; p <= 9; p++) {
     for (int root = 0; root < p; root++) {
       rooted(REDCOLL_COLL_GATHER, REDCOLL_ALGO_LINEAR, p, root, 3, root & 1);

@@ -74,7 +74,7 @@ static void every_algorithm(void) {
   int ps[] = {1, 2, 3, 5, 6, 7, 8, 13};
   for (size_t ci = 0; ci < sizeof colls / sizeof colls[0]; ci++) {
     for (int a = 0; a < REDCOLL_ALGO_COUNT; a++) {
-      if (!redcoll_algo_supported(colls[ci], (redcoll_algo)a)) continue;
+      if (!redcoll_algo_is_supported(colls[ci], (redcoll_algo)a)) continue;
       for (size_t pi = 0; pi < sizeof ps / sizeof ps[0]; pi++) {
         check_case tc;
         check_case_init(&tc);
@@ -84,7 +84,7 @@ static void every_algorithm(void) {
         tc.count = 11;
         tc.root = ps[pi] - 1;
         int reduction = colls[ci] <= REDCOLL_COLL_REDUCE_SCATTER;
-        tc.op = reduction && redcoll_algo_accepts_noncommutative(colls[ci], (redcoll_algo)a)
+        tc.op = reduction && redcoll_algo_is_rank_ordered(colls[ci], (redcoll_algo)a)
                     ? CHECK_OP_NONCOMM
                     : CHECK_OP_SUM;
         run_case(&tc);
@@ -96,8 +96,8 @@ static void every_algorithm(void) {
 /* A forced algorithm that reorders operands refuses a non-commutative op. */
 static void noncomm_refused(void) {
   for (int a = 1; a < REDCOLL_ALGO_COUNT; a++) {
-    if (!redcoll_algo_supported(REDCOLL_COLL_ALLREDUCE, (redcoll_algo)a)) continue;
-    if (redcoll_algo_accepts_noncommutative(REDCOLL_COLL_ALLREDUCE, (redcoll_algo)a)) continue;
+    if (!redcoll_algo_is_supported(REDCOLL_COLL_ALLREDUCE, (redcoll_algo)a)) continue;
+    if (redcoll_algo_is_rank_ordered(REDCOLL_COLL_ALLREDUCE, (redcoll_algo)a)) continue;
     check_case tc;
     check_case_init(&tc);
     tc.algo = (redcoll_algo)a;

@@ -47,9 +47,9 @@ static void names_and_tables(void) {
   CHECK(strcmp(redcoll_dtype_name(REDCOLL_BFLOAT16), "bfloat16") == 0);
 
   /* AUTO is supported everywhere; linear allreduce keeps rank order */
-  CHECK_INT(redcoll_algo_supported(REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_AUTO), 1);
-  CHECK_INT(redcoll_algo_accepts_noncommutative(REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_LINEAR), 1);
-  CHECK_INT(redcoll_algo_supported(REDCOLL_COLL_BARRIER, REDCOLL_ALGO_RING_SEQUENTIAL), 0);
+  CHECK_INT(redcoll_algo_is_supported(REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_AUTO), 1);
+  CHECK_INT(redcoll_algo_is_rank_ordered(REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_LINEAR), 1);
+  CHECK_INT(redcoll_algo_is_supported(REDCOLL_COLL_BARRIER, REDCOLL_ALGO_RING_SEQUENTIAL), 0);
 }
 
 TEST_MAIN(TEST(names_and_tables))

@@ -204,7 +204,7 @@ static void one_fault(int p, redcoll_algo algo, size_t count, int k, uint64_t n,
 static void fault_matrix(int p, size_t count, unsigned max_n_per_rank) {
   for (int a = 1; a < REDCOLL_ALGO_COUNT; a++) {
     redcoll_algo algo = (redcoll_algo)a;
-    if (!redcoll_algo_supported(REDCOLL_COLL_ALLREDUCE, algo)) continue;
+    if (!redcoll_algo_is_supported(REDCOLL_COLL_ALLREDUCE, algo)) continue;
     uint64_t calls[MAXP];
     if (!healthy_calls(p, algo, count, calls)) {
       printf("  %-24s p=%2d: not available for this p, skipped\n", redcoll_algo_name(algo), p);
@@ -327,9 +327,9 @@ static void test_abort_without_op(void) {
   CHECK_INT(redcoll_comm_create(&ops, NULL, 0, 2, &c), REDCOLL_OK);
   if (c == NULL) return;
   /* No deadline support in this transport. */
-  CHECK_INT(redcoll_comm_set_timeout(c, 10), REDCOLL_ENOTSUP);
-  CHECK_INT(redcoll_comm_get_timeout(c), 0);
-  CHECK_INT(redcoll_comm_set_timeout(NULL, 10), REDCOLL_EINVAL);
+  CHECK_INT(redcoll_comm_set_deadline(c, 10), REDCOLL_ENOTSUP);
+  CHECK_INT(redcoll_comm_get_deadline(c), 0);
+  CHECK_INT(redcoll_comm_set_deadline(NULL, 10), REDCOLL_EINVAL);
   CHECK_INT(redcoll_comm_abort(c), REDCOLL_ENOTSUP);
   CHECK_INT(redcoll_comm_error(c), REDCOLL_EABORTED);
   int64_t v = 1;
@@ -396,7 +396,7 @@ static void test_mismatch(void) {
   for (int kind = 0; kind < MM_KINDS; kind++) {
     for (int a = 1; a < REDCOLL_ALGO_COUNT; a++) {
       redcoll_algo algo = (redcoll_algo)a;
-      if (!redcoll_algo_supported(REDCOLL_COLL_ALLREDUCE, algo)) continue;
+      if (!redcoll_algo_is_supported(REDCOLL_COLL_ALLREDUCE, algo)) continue;
       /* The algorithm only matters for the allreduce kinds. */
       if ((kind == MM_ROOT || kind == MM_COLL) && algo != REDCOLL_ALGO_LINEAR) continue;
       for (int p = 6; p <= 7; p++) {
@@ -511,8 +511,8 @@ typedef struct {
 static int prog_timeout(redcoll_comm *c, void *arg) {
   to_ctx *x = arg;
   int r = redcoll_comm_rank(c);
-  x->set_rc[r] = redcoll_comm_set_timeout(c, x->timeout);
-  if (redcoll_comm_get_timeout(c) != x->timeout) return REDCOLL_EPROTO;
+  x->set_rc[r] = redcoll_comm_set_deadline(c, x->timeout);
+  if (redcoll_comm_get_deadline(c) != x->timeout) return REDCOLL_EPROTO;
   if (r == x->absent) return REDCOLL_OK;
   double *v = calloc(x->count, sizeof *v);
   if (v == NULL) return REDCOLL_ENOMEM;

@@ -143,6 +143,7 @@ static void forced_algorithms(void) {
     const redcoll__algo_entry *e = redcoll__algo_find(REDCOLL_COLL_ALLREDUCE, (redcoll_algo)a);
     if (e == NULL) continue;
     int marked = (e->flags & REDCOLL__RANK_DEPENDENT) != 0, seen = 0;
+    CHECK_INT(redcoll_algo_is_rank_identical(REDCOLL_COLL_ALLREDUCE, (redcoll_algo)a), !marked);
     for (int p = 2; p <= MAXP; p++) {
       for (size_t d = 0; d < sizeof floats / sizeof floats[0]; d++) {
         j.algo = (redcoll_algo)a;

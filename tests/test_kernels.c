@@ -604,7 +604,7 @@ static void test_user_op(void) {
   CHECK_INT(redcoll_op_create(affine_fn, sizeof(affine), 0, &affine_calls, &op), REDCOLL_OK);
   CHECK(op != NULL);
   if (op == NULL) return;
-  CHECK_INT(redcoll_op_commutative(op), 0);
+  CHECK_INT(redcoll_op_is_commutative(op), 0);
   CHECK_INT(redcoll__elem_size(REDCOLL_CUSTOM, op), sizeof(affine));
   CHECK_INT(redcoll_dtype_size(REDCOLL_CUSTOM), 0);
 
@@ -659,7 +659,7 @@ static void test_user_op(void) {
 
   redcoll_op *comm = NULL;
   CHECK_INT(redcoll_op_create(affine_fn, sizeof(affine), 5, NULL, &comm), REDCOLL_OK);
-  CHECK_INT(redcoll_op_commutative(comm), 1);
+  CHECK_INT(redcoll_op_is_commutative(comm), 1);
   redcoll_op_destroy(comm);
 }
 
@@ -680,13 +680,13 @@ static void test_ops_and_dtypes(void) {
   CHECK_INT(redcoll_dtype_size((redcoll_dtype)-1), 0);
   for (int o = 0; o < REDCOLL__OP_COUNT; o++) {
     CHECK_INT(builtin(o)->id, o);
-    CHECK_INT(redcoll_op_commutative(builtin(o)), 1);
+    CHECK_INT(redcoll_op_is_commutative(builtin(o)), 1);
     for (int p = 0; p < o; p++) CHECK(builtin(o) != builtin(p));
     /* destroying a built-in operator does nothing */
     redcoll_op_destroy((redcoll_op *)builtin(o));
     CHECK_INT(builtin(o)->id, o);
   }
-  CHECK_INT(redcoll_op_commutative(NULL), REDCOLL_EINVAL);
+  CHECK_INT(redcoll_op_is_commutative(NULL), REDCOLL_EINVAL);
   redcoll_op_destroy(NULL);
 }
 

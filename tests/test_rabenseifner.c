@@ -331,8 +331,8 @@ static void test_matrix(void) {
   static const int ps[] = {1, 2, 3, 4, 5, 6, 7, 8, 11, 13, 16, 24, 33};
   for (size_t a = 0; a < NALGOS; a++) {
     const algo_case *ac = &algos[a];
-    CHECK_INT(redcoll_algo_supported(ac->coll, ac->algo), 1);
-    CHECK_INT(redcoll_algo_accepts_noncommutative(ac->coll, ac->algo), ac->noncomm);
+    CHECK_INT(redcoll_algo_is_supported(ac->coll, ac->algo), 1);
+    CHECK_INT(redcoll_algo_is_rank_ordered(ac->coll, ac->algo), ac->noncomm);
     for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++) {
       int p = ps[i];
       size_t counts[] = {0, 1, 2, (size_t)(p > 1 ? p - 1 : 1), 37, 1000};

@@ -83,7 +83,7 @@ static void test_formulas(void) {
       {1, 0, 0}, {0, 1, 0}, {0, 0, 1}, {1e-5, 1e-9, 2.5e-10}};
   for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++) {
     const formula_case *f = &exact[i];
-    if (!redcoll_algo_supported(f->coll, f->algo)) continue;
+    if (!redcoll_algo_is_supported(f->coll, f->algo)) continue;
     for (size_t j = 0; j < sizeof profiles / sizeof profiles[0]; j++) {
       double s = sim_time(f->coll, f->algo, f->p, f->count, f->thr, &profiles[j]);
       double m = model_time(f->coll, f->algo, f->p, f->count, f->thr, &profiles[j]);
@@ -152,7 +152,7 @@ static void test_same_choice(void) {
                     redcoll_algo_name(a.chosen[0]));
         CHECK(a.chosen[0] != REDCOLL_ALGO_AUTO);
         if (nc)
-          CHECK_MSG(redcoll_algo_accepts_noncommutative(REDCOLL_COLL_ALLREDUCE, a.chosen[0]),
+          CHECK_MSG(redcoll_algo_is_rank_ordered(REDCOLL_COLL_ALLREDUCE, a.chosen[0]),
                     "non-commutative op got %s", redcoll_algo_name(a.chosen[0]));
       }
     }
@@ -168,17 +168,17 @@ static void test_choice_respects_operator(void) {
       for (size_t n = 1; n <= ((size_t)1 << 26); n *= 8) {
         redcoll__cost_args a = {(redcoll_coll)coll, p, n, 1, 8192, 0, 1};
         redcoll_algo x = redcoll__cost_select(&a, NONCOMM_EXCLUDE, &cm, NULL);
-        CHECK(redcoll_algo_supported((redcoll_coll)coll, x));
+        CHECK(redcoll_algo_is_supported((redcoll_coll)coll, x));
         if (coll <= REDCOLL_COLL_REDUCE_SCATTER)
-          CHECK_MSG(redcoll_algo_accepts_noncommutative((redcoll_coll)coll, x),
+          CHECK_MSG(redcoll_algo_is_rank_ordered((redcoll_coll)coll, x),
                     "%s p=%d n=%zu: %s", redcoll_coll_name((redcoll_coll)coll), p, n,
                     redcoll_algo_name(x));
-        CHECK(redcoll_algo_supported((redcoll_coll)coll, redcoll__cost_select(&a, 0, &cm, NULL)));
+        CHECK(redcoll_algo_is_supported((redcoll_coll)coll, redcoll__cost_select(&a, 0, &cm, NULL)));
       }
     }
   }
   /* Commodity profile: latency-bound small vectors, bandwidth-bound large ones. */
-  if (redcoll_algo_supported(REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_CIRCULANT))
+  if (redcoll_algo_is_supported(REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_CIRCULANT))
     CHECK_INT(redcoll_cost_choose(REDCOLL_COLL_ALLREDUCE, 13, 1, 8, 8192,
                                   REDCOLL_CHOOSE_COMMUTATIVE | REDCOLL_CHOOSE_RANK_DEPENDENT, 1e-5,
                                   1e-9, 2.5e-10),

@@ -507,7 +507,7 @@ static void plan_call(rng *g, const world *w, call_plan *cp) {
   redcoll_algo bad[REDCOLL_ALGO_COUNT];
   for (int i = 0; i < nalgos[cp->coll]; i++) {
     redcoll_algo a = algos[cp->coll][i];
-    if (!noncomm || redcoll_algo_accepts_noncommutative(cp->coll, a)) cands[nc++] = a;
+    if (!noncomm || redcoll_algo_is_rank_ordered(cp->coll, a)) cands[nc++] = a;
     else bad[nbad++] = a;
   }
   cp->expect = REDCOLL_OK;
@@ -821,10 +821,10 @@ static int run_call(redcoll_comm *c, rank_state *rs, int k) {
       rank_fail(rs, cp, k, "a call that needs no communication ran algorithm %s",
                 redcoll_algo_name(last));
   } else if (cp->algo != REDCOLL_ALGO_AUTO ? last != cp->algo
-                                           : !redcoll_algo_supported(cp->coll, last) ||
+                                           : !redcoll_algo_is_supported(cp->coll, last) ||
                                                  last == REDCOLL_ALGO_AUTO ||
                                                  (cp->opk == OPK_MAT &&
-                                                  !redcoll_algo_accepts_noncommutative(cp->coll,
+                                                  !redcoll_algo_is_rank_ordered(cp->coll,
                                                                                        last))) {
     rank_fail(rs, cp, k, "ran algorithm %s", redcoll_algo_name(last));
   }
@@ -1022,7 +1022,7 @@ int main(int argc, char **argv) {
 
   for (int coll = 0; coll < REDCOLL_COLL_COUNT; coll++) {
     for (int a = 1; a < REDCOLL_ALGO_COUNT; a++)
-      if (redcoll_algo_supported((redcoll_coll)coll, (redcoll_algo)a))
+      if (redcoll_algo_is_supported((redcoll_coll)coll, (redcoll_algo)a))
         algos[coll][nalgos[coll]++] = (redcoll_algo)a;
   }
 

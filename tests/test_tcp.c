@@ -340,7 +340,7 @@ static void test_env(void) {
   cfg.rank = 0;
   cfg.size = 1;
   CHECK_INT(redcoll_tcp_comm_create(&cfg, &c), REDCOLL_OK);
-  CHECK(redcoll_tcp_comm_set_timeout(c, 5) == REDCOLL_OK);
+  CHECK(redcoll_tcp_comm_set_wait_timeout(c, 5) == REDCOLL_OK);
   int64_t v = 7, r = 0;
   CHECK_INT(redcoll_allreduce(c, &v, &r, 1, REDCOLL_INT64, REDCOLL_SUM), REDCOLL_OK);
   CHECK_INT(r, 7);
@@ -565,7 +565,7 @@ static int rank_colls(redcoll_comm *c, void *arg) {
   }
   /* Allreduce with every algorithm. */
   for (int a = 0; a < REDCOLL_ALGO_COUNT; a++) {
-    if (!redcoll_algo_supported(REDCOLL_COLL_ALLREDUCE, (redcoll_algo)a)) continue;
+    if (!redcoll_algo_is_supported(REDCOLL_COLL_ALLREDUCE, (redcoll_algo)a)) continue;
     CHECK_INT(redcoll_comm_set_algorithm(c, REDCOLL_COLL_ALLREDUCE, (redcoll_algo)a), REDCOLL_OK);
     for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++) {
       size_t n = counts[k];
@@ -582,7 +582,7 @@ static int rank_colls(redcoll_comm *c, void *arg) {
       CHECK_MSG(memcmp(out, want, n * sizeof *out) == 0, "p %d algo %s count %zu", p,
                 redcoll_algo_name(a), n);
     }
-    if (!redcoll_algo_accepts_noncommutative(REDCOLL_COLL_ALLREDUCE, (redcoll_algo)a)) continue;
+    if (!redcoll_algo_is_rank_ordered(REDCOLL_COLL_ALLREDUCE, (redcoll_algo)a)) continue;
     size_t n = 1000;
     for (size_t e = 0; e < n; e++) {
       mat_init(min + 4 * e, me, e);
@@ -602,7 +602,7 @@ static int rank_colls(redcoll_comm *c, void *arg) {
   /* Reduce with every algorithm, to the first and the last rank, and the
    * other collectives with every algorithm they have. */
   for (int a = 1; a < REDCOLL_ALGO_COUNT; a++) {
-    if (!redcoll_algo_supported(REDCOLL_COLL_REDUCE, (redcoll_algo)a)) continue;
+    if (!redcoll_algo_is_supported(REDCOLL_COLL_REDUCE, (redcoll_algo)a)) continue;
     CHECK_INT(redcoll_comm_set_algorithm(c, REDCOLL_COLL_REDUCE, (redcoll_algo)a), REDCOLL_OK);
     for (size_t k = 1; k < 4; k++) {
       size_t n = counts[k];
@@ -630,7 +630,7 @@ static int rank_colls(redcoll_comm *c, void *arg) {
   for (size_t k = 0; k < sizeof others / sizeof others[0]; k++) {
     redcoll_coll coll = others[k];
     for (int a = 1; a < REDCOLL_ALGO_COUNT; a++) {
-      if (!redcoll_algo_supported(coll, (redcoll_algo)a)) continue;
+      if (!redcoll_algo_is_supported(coll, (redcoll_algo)a)) continue;
       CHECK_INT(redcoll_comm_set_algorithm(c, coll, (redcoll_algo)a), REDCOLL_OK);
       size_t n = 333, wrong = 0;
       if (coll == REDCOLL_COLL_REDUCE_SCATTER_BLOCK) {
@@ -724,7 +724,7 @@ static int rank_timeout(redcoll_comm *c, void *arg) {
     sleep_ms(1500);
     return REDCOLL_OK;
   }
-  CHECK_INT(redcoll_tcp_comm_set_timeout(c, 300), REDCOLL_OK);
+  CHECK_INT(redcoll_tcp_comm_set_wait_timeout(c, 300), REDCOLL_OK);
   double t0 = now_s();
   uint64_t v;
   int rc = t_recv(c, 1, 1, &v, sizeof v);

@@ -17,7 +17,7 @@
  *            same size (told apart by the job id in the HELLO): it is
  *            refused (logged), its own call fails, the running job
  *            completes;
- *   deadline redcoll_comm_set_timeout on TCP and on threads: a collective
+ *   deadline redcoll_comm_set_deadline on TCP and on threads: a collective
  *            whose peer does not come returns REDCOLL_ETIMEDOUT after the
  *            deadline, not after the transport's own (longer) timeout, and
  *            the TCP log names the peer;
@@ -111,7 +111,7 @@ static int rank_stop(redcoll_comm *c, void *arg) {
   sh->pid[me] = getpid();
   char path[128];
   int saved = log_begin(path, sizeof path, me);
-  CHECK_INT(redcoll_tcp_comm_set_timeout(c, 500), REDCOLL_OK);
+  CHECK_INT(redcoll_tcp_comm_set_wait_timeout(c, 500), REDCOLL_OK);
   size_t n = 4096;
   int64_t *in = malloc(n * sizeof *in), *out = malloc(n * sizeof *out);
   if (in == NULL || out == NULL) return REDCOLL_ENOMEM;
@@ -353,7 +353,7 @@ static int rank_never(redcoll_comm *c, void *arg) {
   return REDCOLL_OK;
 }
 
-/* ---- deadline: redcoll_comm_set_timeout ----------------------------------- */
+/* ---- deadline: redcoll_comm_set_deadline ----------------------------------- */
 
 /* The last rank comes 1.5 s late to an allreduce; the others have a 300 ms
  * deadline and the transport's own timeout is a minute. */
@@ -366,8 +366,8 @@ static int rank_deadline(redcoll_comm *c, void *arg) {
   int64_t v = me, sum = 0;
   int rc = REDCOLL_OK;
   /* A first collective within the deadline. */
-  CHECK_INT(redcoll_comm_set_timeout(c, 300), REDCOLL_OK);
-  CHECK_INT(redcoll_comm_get_timeout(c), 300);
+  CHECK_INT(redcoll_comm_set_deadline(c, 300), REDCOLL_OK);
+  CHECK_INT(redcoll_comm_get_deadline(c), 300);
   rc = redcoll_allreduce(c, &v, &sum, 1, REDCOLL_INT64, REDCOLL_SUM);
   CHECK_INT(rc, REDCOLL_OK);
   CHECK_INT(sum, (int64_t)p * (p - 1) / 2);

@@ -6,7 +6,7 @@
  *
  * The matrix: for allreduce, reduce, reduce_scatter_block, allgather and
  * bcast, every algorithm the collective implements (found by asking
- * redcoll_algo_supported about every value of the enum, so algorithms added
+ * redcoll_algo_is_supported about every value of the enum, so algorithms added
  * later are covered without touching this file) and AUTO, for p = 1..16;
  * counts 0, 1, p-1, p+1 and 1000; for reduce and bcast every root for
  * p <= 8 and roots 0, 1, p/2, p-1 above (counts 1 and p-1 at roots 0 and p-1
@@ -176,7 +176,7 @@ static int mx_call(redcoll_comm *c, mx_arg *a, mx_bufs *B, size_t count, int kin
   redcoll_dtype dt = kind == KIND_F64 ? REDCOLL_FLOAT64 : REDCOLL_CUSTOM;
   const redcoll_op *op = kind == KIND_F64 ? REDCOLL_SUM : noncomm_op;
   size_t es = kind_size(kind), n = count * es;
-  int refuse = kind == KIND_MAT && !redcoll_algo_accepts_noncommutative(a->coll, a->algo);
+  int refuse = kind == KIND_MAT && !redcoll_algo_is_rank_ordered(a->coll, a->algo);
   size_t in_n = 0, out_n = 0; /* bytes of input, and of result to check */
   const void *sb = NULL;
   void *rb = B->recv;
@@ -327,7 +327,7 @@ static int mx_rank(redcoll_comm *c, void *vp) {
   uint64_t salt = 0;
   for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++) {
     for (int kind = KIND_F64; kind <= (reduction ? KIND_MAT : KIND_F64); kind++) {
-      int refuse = kind == KIND_MAT && !redcoll_algo_accepts_noncommutative(a->coll, a->algo);
+      int refuse = kind == KIND_MAT && !redcoll_algo_is_rank_ordered(a->coll, a->algo);
       /* The 64-byte threshold matters only where blocks are larger. */
       size_t nthr = reduction && !refuse && counts[ci] == MAXCOUNT ? 2u : 1u;
       for (size_t ti = 0; ti < nthr; ti++) {
@@ -358,7 +358,7 @@ static void test_matrix(void) {
   for (size_t k = 0; k < sizeof matrix_colls / sizeof matrix_colls[0]; k++) {
     redcoll_coll coll = matrix_colls[k];
     for (int algo = 0; algo < REDCOLL_ALGO_COUNT; algo++) {
-      if (!redcoll_algo_supported(coll, (redcoll_algo)algo)) continue;
+      if (!redcoll_algo_is_supported(coll, (redcoll_algo)algo)) continue;
       double t0 = now_sec();
       long calls = 0;
       for (int p = 1; p <= MAXP; p++) {

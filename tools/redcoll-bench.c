@@ -342,7 +342,7 @@ static int rank_main(redcoll_comm *c, void *arg) {
   }
   for (size_t bytes = o->min_bytes;; bytes *= o->factor) {
     for (int a = o->all_algos ? 1 : (int)o->algo; a < REDCOLL_ALGO_COUNT; a++) {
-      if (!redcoll_algo_supported(o->coll, (redcoll_algo)a)) continue;
+      if (!redcoll_algo_is_supported(o->coll, (redcoll_algo)a)) continue;
       rc = bench_point(c, st, (redcoll_algo)a, bytes, &b, times, all);
       if (rc == REDCOLL_ENOTSUP && o->all_algos && redcoll_comm_error(c) == REDCOLL_OK) {
         rc = REDCOLL_OK; /* this algorithm does not apply here */

@@ -255,7 +255,7 @@ int main(int argc, char **argv) {
     usage(stderr);
     return 2;
   }
-  if (!redcoll_algo_supported(tc.coll, tc.algo)) {
+  if (!redcoll_algo_is_supported(tc.coll, tc.algo)) {
     fprintf(stderr, "redcoll-sim: %s has no algorithm %s\n", redcoll_coll_name(tc.coll),
             redcoll_algo_name(tc.algo));
     return 2;

@@ -250,14 +250,14 @@ static int cmd_predict(int argc, char **argv) {
     return 2;
   }
   for (int x = 1; x < REDCOLL_ALGO_COUNT; x++) {
-    if (!redcoll_algo_supported(coll, (redcoll_algo)x)) continue;
+    if (!redcoll_algo_is_supported(coll, (redcoll_algo)x)) continue;
     double t;
     if (redcoll_cost_predict(coll, (redcoll_algo)x, (int)p, (size_t)count, (size_t)esize,
                              (size_t)thr, a, b, g, &t) != REDCOLL_OK)
       continue;
     printf("{\"coll\":\"%s\",\"algo\":\"%s\",\"p\":%ld,\"count\":%llu,\"predicted\":%.17g%s}\n",
            redcoll_coll_name(coll), redcoll_algo_name((redcoll_algo)x), p, count, t,
-           redcoll_algo_accepts_noncommutative(coll, (redcoll_algo)x) ? "" : ",\"commutative_only\":true");
+           redcoll_algo_is_rank_ordered(coll, (redcoll_algo)x) ? "" : ",\"commutative_only\":true");
   }
   redcoll_algo ch = redcoll_cost_choose(coll, (int)p, (size_t)count, (size_t)esize, (size_t)thr,
                                         commutative, a, b, g);

@@ -21,7 +21,7 @@
  * REDCOLL_EDEADLOCK, the report (which ranks wait for what) goes to
  * cfg->report and, when cfg->verbose, to stderr.  Never a hang.
  *
- * Deadlines (redcoll_comm_set_timeout) run on the virtual clock, one time
+ * Deadlines (redcoll_comm_set_deadline) run on the virtual clock, one time
  * unit per millisecond, from the rank's first transport call of each
  * collective.  A call times out when what it waits for would end after the
  * deadline, or when no rank can move any more and it has the earliest
@@ -69,7 +69,7 @@ typedef struct redcoll_mock_config {
   /* Stall injection, the simulator's SIGSTOP: before its stall_after-th
    * transport call (counted as for fail_after) rank stall_rank (if >= 0)
    * stands still for stall_time units of virtual time; peers that wait for
-   * it longer than their communicator's deadline (redcoll_comm_set_timeout)
+   * it longer than their communicator's deadline (redcoll_comm_set_deadline)
    * get REDCOLL_ETIMEDOUT. */
   int stall_rank;
   uint64_t stall_after;

@@ -127,7 +127,7 @@ REDCOLL_API int redcoll_op_create(redcoll_user_fn fn, size_t elem_size, int comm
 /* Frees a user operator; NULL and built-in operators are ignored. */
 REDCOLL_API void redcoll_op_destroy(redcoll_op *op);
 /* 1 if the operator is commutative, 0 if not, REDCOLL_EINVAL for NULL. */
-REDCOLL_API int redcoll_op_commutative(const redcoll_op *op);
+REDCOLL_API int redcoll_op_is_commutative(const redcoll_op *op);
 
 /* Applies op to count elements locally: out = left (+) right.  The same
  * kernels the collectives use; handy for tests and for user code.  Returns
@@ -159,7 +159,7 @@ REDCOLL_API const char *redcoll_coll_name(redcoll_coll coll);
 REDCOLL_API int redcoll_coll_parse(const char *name, redcoll_coll *out);
 
 /* X(NAME, "name"): every algorithm the library knows.  Whether a collective
- * implements an algorithm is asked with redcoll_algo_supported(). */
+ * implements an algorithm is asked with redcoll_algo_is_supported(). */
 #define REDCOLL_ALGO_MAP(X)                                 \
   X(AUTO, "auto")                                           \
   X(LINEAR, "linear")                                       \
@@ -190,10 +190,15 @@ REDCOLL_API const char *redcoll_algo_name(redcoll_algo a);
 /* Parses an algorithm name; REDCOLL_EINVAL if unknown. */
 REDCOLL_API int redcoll_algo_parse(const char *name, redcoll_algo *out);
 /* 1 if collective coll implements algorithm a (AUTO always), else 0. */
-REDCOLL_API int redcoll_algo_supported(redcoll_coll coll, redcoll_algo a);
+REDCOLL_API int redcoll_algo_is_supported(redcoll_coll coll, redcoll_algo a);
 /* 1 if algorithm a of coll keeps canonical rank order, so that it accepts a
  * non-commutative operator; 0 if it needs commutativity or is unsupported. */
-REDCOLL_API int redcoll_algo_accepts_noncommutative(redcoll_coll coll, redcoll_algo a);
+REDCOLL_API int redcoll_algo_is_rank_ordered(redcoll_coll coll, redcoll_algo a);
+/* 1 if algorithm a of coll gives every rank the same bits for any dtype
+ * and operator (AUTO always); 0 if its ranks may combine operands in
+ * different orders (AUTO uses such an algorithm for floating point only in
+ * REDCOLL_RESULTS_FAST mode) or it is unsupported. */
+REDCOLL_API int redcoll_algo_is_rank_identical(redcoll_coll coll, redcoll_algo a);
 
 /* ------------------------------------------------------------------------ */
 /* Communicator.                                                            */
@@ -252,13 +257,17 @@ REDCOLL_API int redcoll_comm_abort(redcoll_comm *c);
  * communicator is then broken and its peers aborted), and the log names
  * the peer it was waiting for.  0, the default, means no deadline.  The
  * simulator measures it on its virtual clock, one time unit per
- * millisecond (docs/reliability.md).  Returns REDCOLL_EINVAL for NULL,
- * REDCOLL_ENOTSUP if the transport cannot bound its waits this way (one
- * without the set_timeout member of its vtable; the simulator, threads and
- * TCP all honour it, and the last two also bound every single wait by the
- * timeout of their configuration). */
-REDCOLL_API int redcoll_comm_set_timeout(redcoll_comm *c, uint64_t ms);
-REDCOLL_API uint64_t redcoll_comm_get_timeout(const redcoll_comm *c);
+ * millisecond (docs/reliability.md).  The core measures it on the
+ * transport's clock and passes it with every call (transport version 3);
+ * a version 2 transport measures it itself (its set_timeout member).
+ * Returns REDCOLL_EINVAL for NULL, REDCOLL_ENOTSUP for a version 1
+ * transport or a version 2 one without set_timeout.  Distinct from the
+ * bound on one wait that threads and TCP keep (their configuration's
+ * timeout_ms, redcoll_tcp_comm_set_wait_timeout).  Names: a setting has a
+ * set_ and a get_ function; a read-only property (rank, size, error,
+ * last_algorithm) is named by its noun; a yes/no question is _is_. */
+REDCOLL_API int redcoll_comm_set_deadline(redcoll_comm *c, uint64_t ms);
+REDCOLL_API uint64_t redcoll_comm_get_deadline(const redcoll_comm *c);
 
 /* Whether every rank must get the same bits.  REDCOLL_RESULTS_IDENTICAL,
  * the default: every collective returns bitwise identical results on every

@@ -154,10 +154,10 @@ REDCOLL_API int redcoll_tcp_comm_create(const redcoll_tcp_config *cfg, redcoll_c
 REDCOLL_API int redcoll_tcp_comm_create_from_env(redcoll_comm **out);
 
 /* Changes the timeout of every wait of a TCP communicator (0: the
- * default).  redcoll_comm_set_timeout() sets a deadline for each whole
+ * default).  redcoll_comm_set_deadline() sets a deadline for each whole
  * collective on top of it.  Returns REDCOLL_EINVAL if c is not a TCP
  * communicator. */
-REDCOLL_API int redcoll_tcp_comm_set_timeout(redcoll_comm *c, uint64_t timeout_ms);
+REDCOLL_API int redcoll_tcp_comm_set_wait_timeout(redcoll_comm *c, uint64_t timeout_ms);
 
 /* The address this rank listens on, as "ip:port" or "[ip6]:port", into buf
  * (truncated to len bytes including the terminating 0).  REDCOLL_EINVAL if

@@ -120,14 +120,14 @@ typedef struct redcoll_transport_ops {
   /* Frees impl.  Required. */
   void (*destroy)(void *impl);
 
-  /* Optional: the per-collective deadline of redcoll_comm_set_timeout().
+  /* Optional: the per-collective deadline of redcoll_comm_set_deadline().
    * From now on, a collective (a run of calls with one tag; a call with
    * another tag starts the next) that has not finished ms milliseconds after
    * its first call on this rank fails with REDCOLL_ETIMEDOUT, and the log
    * names the peer the call was waiting for.  0 means no deadline: back to
    * the transport's own timeout, which bounds every wait in any case.
-   * Returns REDCOLL_OK or an error that redcoll_comm_set_timeout passes on.
-   * Without this member redcoll_comm_set_timeout returns REDCOLL_ENOTSUP.
+   * Returns REDCOLL_OK or an error that redcoll_comm_set_deadline passes on.
+   * Without this member redcoll_comm_set_deadline returns REDCOLL_ENOTSUP.
    * Version 2 only: a version 3 transport gets the deadline with every call
    * and leaves this NULL. */
   int (*set_timeout)(void *impl, uint64_t ms);

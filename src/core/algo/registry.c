@@ -31,15 +31,22 @@ const redcoll__algo_entry *redcoll__algo_find(redcoll_coll coll, redcoll_algo al
   return e != NULL && e->run != NULL ? e : NULL;
 }
 
-REDCOLL_API int redcoll_algo_supported(redcoll_coll coll, redcoll_algo a) {
+REDCOLL_API int redcoll_algo_is_supported(redcoll_coll coll, redcoll_algo a) {
   if ((unsigned)coll >= REDCOLL_COLL_COUNT || (unsigned)a >= REDCOLL_ALGO_COUNT) return 0;
   if (a == REDCOLL_ALGO_AUTO) return 1;
   return redcoll__algo_find(coll, a) != NULL;
 }
 
-REDCOLL_API int redcoll_algo_accepts_noncommutative(redcoll_coll coll, redcoll_algo a) {
+REDCOLL_API int redcoll_algo_is_rank_ordered(redcoll_coll coll, redcoll_algo a) {
   if ((unsigned)coll >= REDCOLL_COLL_COUNT || (unsigned)a >= REDCOLL_ALGO_COUNT) return 0;
   if (a == REDCOLL_ALGO_AUTO) return 1;
   const redcoll__algo_entry *e = redcoll__algo_find(coll, a);
   return e != NULL && !(e->flags & REDCOLL__NEEDS_COMMUTATIVE);
+}
+
+REDCOLL_API int redcoll_algo_is_rank_identical(redcoll_coll coll, redcoll_algo a) {
+  if ((unsigned)coll >= REDCOLL_COLL_COUNT || (unsigned)a >= REDCOLL_ALGO_COUNT) return 0;
+  if (a == REDCOLL_ALGO_AUTO) return 1;
+  const redcoll__algo_entry *e = redcoll__algo_find(coll, a);
+  return e != NULL && !(e->flags & REDCOLL__RANK_DEPENDENT);
 }

@@ -44,7 +44,7 @@ static int algos_from_env(redcoll_comm *c) {
     const char *val = redcoll__env(var);
     if (val == NULL) continue;
     redcoll_algo a;
-    if (redcoll_algo_parse(val, &a) != REDCOLL_OK || !redcoll_algo_supported((redcoll_coll)coll, a)) {
+    if (redcoll_algo_parse(val, &a) != REDCOLL_OK || !redcoll_algo_is_supported((redcoll_coll)coll, a)) {
       redcoll__log(0, "rank %d: %s=%s names no %s algorithm", c->rank, var, val, name);
       return REDCOLL_EINVAL;
     }
@@ -126,7 +126,7 @@ REDCOLL_API void redcoll_comm_destroy(redcoll_comm *c) {
 REDCOLL_API int redcoll_comm_set_algorithm(redcoll_comm *c, redcoll_coll coll, redcoll_algo algo) {
   if (c == NULL || (unsigned)coll >= REDCOLL_COLL_COUNT || (unsigned)algo >= REDCOLL_ALGO_COUNT)
     return REDCOLL_EINVAL;
-  if (!redcoll_algo_supported(coll, algo)) return REDCOLL_ENOTSUP;
+  if (!redcoll_algo_is_supported(coll, algo)) return REDCOLL_ENOTSUP;
   c->algo[coll] = algo;
   return REDCOLL_OK;
 }
@@ -150,7 +150,7 @@ REDCOLL_API size_t redcoll_comm_get_threshold(const redcoll_comm *c) {
   return c ? c->threshold : 0;
 }
 
-REDCOLL_API int redcoll_comm_set_timeout(redcoll_comm *c, uint64_t ms) {
+REDCOLL_API int redcoll_comm_set_deadline(redcoll_comm *c, uint64_t ms) {
   if (c == NULL) return REDCOLL_EINVAL;
   if (c->ops->version == 2 && c->ops->set_timeout != NULL) {
     /* A version 2 transport measures the deadline itself. */
@@ -178,7 +178,7 @@ void redcoll__comm_start_deadline(redcoll_comm *c) {
   c->deadline_ns = now + span;
 }
 
-REDCOLL_API uint64_t redcoll_comm_get_timeout(const redcoll_comm *c) {
+REDCOLL_API uint64_t redcoll_comm_get_deadline(const redcoll_comm *c) {
   return c ? c->timeout_ms : 0;
 }
 

@@ -63,7 +63,7 @@ REDCOLL_API void redcoll_op_destroy(redcoll_op *op) {
   free(op);
 }
 
-REDCOLL_API int redcoll_op_commutative(const redcoll_op *op) {
+REDCOLL_API int redcoll_op_is_commutative(const redcoll_op *op) {
   if (op == NULL) return REDCOLL_EINVAL;
   return op->commutative != 0;
 }

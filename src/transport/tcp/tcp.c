@@ -991,7 +991,7 @@ static int wait_for(redcoll__tcp *t, wait_set *w, const char *what, int peer) {
       if (by_deadline)
         set_fatal(t, REDCOLL_ETIMEDOUT,
                   "%s rank %d (%s): the collective did not finish within its deadline "
-                  "(redcoll_comm_set_timeout)",
+                  "(redcoll_comm_set_deadline)",
                   what, peer, peer_addr(t, peer, a, sizeof a));
       else
         set_fatal(t, REDCOLL_ETIMEDOUT, "%s rank %d (%s) did not complete within %llu ms", what,
@@ -1346,7 +1346,7 @@ REDCOLL_API int redcoll_tcp_comm_create_from_env(redcoll_comm **out) {
   return redcoll_tcp_comm_create(&cfg, out);
 }
 
-REDCOLL_API int redcoll_tcp_comm_set_timeout(redcoll_comm *c, uint64_t timeout_ms) {
+REDCOLL_API int redcoll_tcp_comm_set_wait_timeout(redcoll_comm *c, uint64_t timeout_ms) {
   redcoll__tcp *t = redcoll__comm_transport(c, &tcp_ops);
   if (t == NULL) return REDCOLL_EINVAL;
   t->timeout_ms = timeout_ms ? timeout_ms : REDCOLL_TCP_DEFAULT_TIMEOUT_MS;

@@ -202,7 +202,7 @@ struct redcoll__tcp {
   int timer_init;
   int timed_out;
   /* The deadline of the collective of the running call, passed by the core
-   * (redcoll_comm_set_timeout), in uv_hrtime() nanoseconds; UINT64_MAX:
+   * (redcoll_comm_set_deadline), in uv_hrtime() nanoseconds; UINT64_MAX:
    * none. */
   uint64_t coll_deadline_ns;
   redcoll__tcp_peer *peers;

@@ -339,7 +339,7 @@ static int xfer(th_impl *t, uint64_t coll_ns, int dst, uint64_t stag, const void
                dst >= 0 ? dst : src);
     if (by_coll)
       redcoll__log(0, "threads rank %d: %s: the collective did not finish within its deadline "
-                      "(redcoll_comm_set_timeout)", me, peers);
+                      "(redcoll_comm_set_deadline)", me, peers);
     else
       redcoll__log(0, "threads rank %d: %s did not complete within %lld ms", me, peers,
                    (long long)w->timeout_ms);
