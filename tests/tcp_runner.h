@@ -172,6 +172,11 @@ static int tcp_run__child(int rank, int p, const char *addrs, int hosts, int rec
   if (rc == REDCOLL_OK && recreate) {
     redcoll_comm_destroy(comm);
     comm = NULL;
+    /* Every rank's first communicator must be gone before any second one
+     * connects: with the same host list (and job id) the two are the same
+     * job to the other ranks, so a connection may otherwise reach the
+     * first communicator of a rank that has not destroyed it yet. */
+    tcp_run_sleep_ms(500);
     rc = redcoll_tcp_comm_create(&cfg, &comm);
   }
   if (rc == REDCOLL_OK) rc = fn(comm, arg);
