@@ -241,6 +241,13 @@ static void alias_rules(void) {
   BAD(REDCOLL_EINVAL, redcoll_reduce_scatter(c, rbuf, rbuf + 1, counts, REDCOLL_FLOAT64, S));
   BAD(REDCOLL_EINVAL, redcoll_allgather(c, rbuf + 3 * N, rbuf, N, REDCOLL_FLOAT64));
   BAD(REDCOLL_EINVAL, redcoll_allreduce(c, rbuf, (char *)rbuf + 1, N, REDCOLL_FLOAT64, S));
+  /* REDCOLL_IN_PLACE only in the slot of the collective's in-place form */
+  void *ip = (void *)REDCOLL_IN_PLACE;
+  BAD(REDCOLL_EINVAL, redcoll_allreduce(c, sbuf, ip, N, REDCOLL_FLOAT64, S));
+  BAD(REDCOLL_EINVAL, redcoll_allgather(c, sbuf, ip, N, REDCOLL_FLOAT64));
+  BAD(REDCOLL_EINVAL, redcoll_reduce_scatter(c, sbuf, ip, counts, REDCOLL_FLOAT64, S));
+  BAD(REDCOLL_EINVAL, redcoll_bcast(c, ip, N, REDCOLL_FLOAT64, 0));
+  BAD(REDCOLL_EINVAL, redcoll_scatter(c, REDCOLL_IN_PLACE, rbuf, N, REDCOLL_FLOAT64, 1));
   CHECK_INT(c->seq, 0);
   redcoll_comm_destroy(c);
 

@@ -365,7 +365,9 @@ typedef int (*redcoll_rank_main)(redcoll_comm *comm, void *arg);
 /* before; gather at the root: recvbuf + root * count; scatter at the root: */
 /* recvbuf == sendbuf + root * count).  Any other overlap of the bytes a    */
 /* rank reads and writes, sendbuf == recvbuf off those positions included,  */
-/* is REDCOLL_EINVAL.  Buffers may have any alignment.                      */
+/* is REDCOLL_EINVAL, and so is REDCOLL_IN_PLACE in any other slot or on a  */
+/* rank where the collective has no in-place form.  Buffers may have any    */
+/* alignment.                                                               */
 /* Results: by default every rank gets bitwise identical results, for every */
 /* dtype and operator (redcoll_comm_set_results).  Algorithms that accept  */
 /* non-commutative operators compute v_0 (+) v_1 (+) ... (+) v_{p-1} in    */

@@ -64,21 +64,6 @@ static int check_forced(const redcoll__call *call) {
 
 static int run(redcoll__call *call);
 
-/* The common tail of every entry point, after its own checks: nothing to
- * do (total 0 elements), the forced algorithm's check (so that one rank
- * answers as many do), one rank (copy own_bytes from src to dst unless in
- * place), or the algorithm. */
-static int finish(redcoll__call *call, size_t total, void *dst, const void *src, size_t own_bytes) {
-  if (total == 0) return REDCOLL_OK;
-  int rc = check_forced(call);
-  if (rc != REDCOLL_OK) return rc;
-  if (call->comm->size == 1) {
-    if (!call->in_place && own_bytes > 0) memcpy(dst, src, own_bytes);
-    return REDCOLL_OK;
-  }
-  return run(call);
-}
-
 static double now_us(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -115,245 +100,261 @@ static int run(redcoll__call *call) {
   return rc;
 }
 
-static void init_call(redcoll__call *call, redcoll_comm *c, redcoll_coll coll) {
-  memset(call, 0, sizeof *call);
-  call->comm = c;
-  call->coll = coll;
+
+/* ---- the shape of each collective ---------------------------------------- */
+
+/* What a collective's buffers hold.  A "block" is one rank's part (count
+ * elements, or counts[rank] with S_VCOUNTS); "all" is the p blocks end to
+ * end (p * count elements, or the sum of counts). */
+enum {
+  S_REDUCE = 1 << 0,       /* reduces with an operator */
+  S_ROOTED = 1 << 1,       /* has a root */
+  S_IN_ALL = 1 << 2,       /* sendbuf holds all blocks (else one block) */
+  S_OUT_ALL = 1 << 3,      /* recvbuf holds all blocks (else one block) */
+  S_IN_AT_ROOT = 1 << 4,   /* sendbuf is significant at the root only */
+  S_OUT_AT_ROOT = 1 << 5,  /* recvbuf is significant at the root only */
+  S_VCOUNTS = 1 << 6,      /* blocks of counts[i] elements */
+  S_ONE_BUF = 1 << 7,      /* one buffer, input at the root, output elsewhere */
+  S_NO_BUF = 1 << 8        /* no data */
+};
+
+/* Where the in-place layout keeps the rank's own input. */
+enum {
+  IP_NONE,          /* no in-place form */
+  IP_SAME,          /* sendbuf == recvbuf */
+  IP_SEND_IN_RECV,  /* sendbuf == recvbuf + the rank's block offset */
+  IP_RECV_IN_SEND   /* recvbuf == sendbuf + the rank's block offset (given
+                       as REDCOLL_IN_PLACE in recvbuf) */
+};
+
+typedef struct {
+  unsigned flags;
+  int place;
+} coll_shape;
+
+static const coll_shape shapes[REDCOLL_COLL_COUNT] = {
+    [REDCOLL_COLL_ALLREDUCE] = {S_REDUCE, IP_SAME},
+    [REDCOLL_COLL_REDUCE] = {S_REDUCE | S_ROOTED | S_OUT_AT_ROOT, IP_SAME},
+    [REDCOLL_COLL_REDUCE_SCATTER_BLOCK] = {S_REDUCE | S_IN_ALL, IP_SAME},
+    [REDCOLL_COLL_REDUCE_SCATTER] = {S_REDUCE | S_IN_ALL | S_VCOUNTS, IP_SAME},
+    [REDCOLL_COLL_ALLGATHER] = {S_OUT_ALL, IP_SEND_IN_RECV},
+    [REDCOLL_COLL_ALLGATHERV] = {S_OUT_ALL | S_VCOUNTS, IP_SEND_IN_RECV},
+    [REDCOLL_COLL_BCAST] = {S_ROOTED | S_ONE_BUF, IP_NONE},
+    [REDCOLL_COLL_GATHER] = {S_ROOTED | S_OUT_ALL | S_OUT_AT_ROOT, IP_SEND_IN_RECV},
+    [REDCOLL_COLL_SCATTER] = {S_ROOTED | S_IN_ALL | S_IN_AT_ROOT, IP_RECV_IN_SEND},
+    [REDCOLL_COLL_BARRIER] = {S_NO_BUF, IP_NONE},
+};
+
+/* The arguments of any entry point.  count: the vector or block, or with
+ * S_VCOUNTS and a block input the sendcount (which must equal
+ * counts[rank]). */
+typedef struct {
+  redcoll_coll coll;
+  const void *sendbuf;
+  void *recvbuf;
+  size_t count;
+  const size_t *counts;
+  redcoll_dtype dt;
+  const redcoll_op *op;
+  int root;
+} coll_args;
+
+/* Sizes in bytes of one rank's view of a call. */
+typedef struct {
+  size_t in, out;  /* bytes of sendbuf and recvbuf the rank reads / writes */
+  size_t at;       /* offset of the rank's block within all blocks */
+  size_t total;    /* elements in all blocks; 0: nothing to do */
+} coll_sizes;
+
+/* Block and all-block sizes from count or counts; EINVAL on overflow. */
+static int measure(const coll_args *a, const redcoll__call *call, unsigned s, coll_sizes *z) {
+  const redcoll_comm *c = call->comm;
+  size_t es = call->esize, block, all, before = 0;
+  if (s & S_VCOUNTS) {
+    if (a->counts == NULL) return REDCOLL_EINVAL;
+    if (!(s & S_IN_ALL) && a->counts[c->rank] != a->count) return REDCOLL_EINVAL;
+    all = 0;
+    for (int i = 0; i < c->size; i++) {
+      if (a->counts[i] > SIZE_MAX - all) return REDCOLL_EINVAL;
+      if (i == c->rank) before = all;
+      all += a->counts[i];
+    }
+    block = a->counts[c->rank];
+  } else {
+    block = a->count;
+    all = (s & (S_IN_ALL | S_OUT_ALL)) ? mul_sat(block, (size_t)c->size) : block;
+    before = (size_t)c->rank * block;
+  }
+  size_t all_bytes = mul_sat(all, es), block_bytes = mul_sat(block, es);
+  if (all_bytes == SIZE_MAX || block_bytes == SIZE_MAX) return REDCOLL_EINVAL;
+  z->in = (s & S_IN_ALL) ? all_bytes : block_bytes;
+  z->out = (s & S_OUT_ALL) ? all_bytes : block_bytes;
+  z->at = before * es;
+  z->total = all;
+  return REDCOLL_OK;
 }
+
+/* REDCOLL_IN_PLACE in the slot the collective's in-place form uses, on a
+ * rank where that form is allowed, becomes the buffer it stands for; in any
+ * other slot or rank it is EINVAL.  A buffer not significant on this rank
+ * becomes NULL. */
+static int resolve_place(const coll_shape *sh, int is_root, const coll_sizes *z,
+                         const void **send, void **recv) {
+  unsigned s = sh->flags;
+  const void *ip = REDCOLL_IN_PLACE;
+  int ip_send = *send == ip, ip_recv = *recv == ip;
+  int ok_root = !(s & (S_IN_AT_ROOT | S_OUT_AT_ROOT)) || is_root;
+  if (ip_send && (sh->place == IP_SAME || sh->place == IP_SEND_IN_RECV) && ok_root)
+    *send = byte_at(*recv, sh->place == IP_SAME ? 0 : z->at);
+  else if (ip_recv && sh->place == IP_RECV_IN_SEND && ok_root)
+    *recv = byte_at(*send, z->at);
+  else if (ip_send || ip_recv)
+    return REDCOLL_EINVAL;
+  if ((s & S_IN_AT_ROOT) && !is_root) *send = NULL;
+  if ((s & S_OUT_AT_ROOT) && !is_root) *recv = NULL;
+  return REDCOLL_OK;
+}
+
+/* The buffer rule (alias_rule) in the collective's in-place layout: 1 in
+ * place, 0 apart, EINVAL for any other overlap. */
+static int place_rule(int place, const void *send, const void *recv, const coll_sizes *z) {
+  switch (place) {
+  case IP_SAME: {
+    int rc = alias_rule(send, z->in, recv, z->out, 0);
+    return rc < 0 ? rc : (rc == 1 || send == recv);
+  }
+  case IP_SEND_IN_RECV:
+    return alias_rule(send, z->in, recv, z->out, z->at);
+  case IP_RECV_IN_SEND:
+    return alias_rule(recv, z->out, send, z->in, z->at);
+  default:
+    return 0;
+  }
+}
+
+/* The checks of a collective with buffers: dtype and op, root, sizes, NULL
+ * buffers, REDCOLL_IN_PLACE and the buffer rule.  Fills call and z. */
+static int check_buffers(const coll_args *a, redcoll__call *call, coll_sizes *z) {
+  const coll_shape *sh = &shapes[a->coll];
+  unsigned s = sh->flags;
+  const redcoll_comm *c = call->comm;
+  int rc = check_type(call, a->dt, a->op, (s & S_REDUCE) != 0);
+  if (rc != REDCOLL_OK) return rc;
+  if ((s & S_ROOTED) && (a->root < 0 || a->root >= c->size)) return REDCOLL_EINVAL;
+  int is_root = !(s & S_ROOTED) || c->rank == a->root;
+  int both = !(s & (S_IN_AT_ROOT | S_OUT_AT_ROOT)) || is_root; /* both buffers significant */
+  if ((rc = measure(a, call, s, z)) != REDCOLL_OK) return rc;
+  const void *send = a->sendbuf;
+  void *recv = a->recvbuf;
+  int use_send = z->in > 0 && (!(s & S_IN_AT_ROOT) || is_root);
+  int use_recv = z->out > 0 && (!(s & S_OUT_AT_ROOT) || is_root);
+  if ((use_send && send == NULL) || (use_recv && recv == NULL)) return REDCOLL_EINVAL;
+  if (s & S_ONE_BUF) {
+    if (send == REDCOLL_IN_PLACE) return REDCOLL_EINVAL;
+    call->in_place = 1;
+  } else {
+    if ((rc = resolve_place(sh, is_root, z, &send, &recv)) != REDCOLL_OK) return rc;
+    if ((use_send && send == NULL) || (use_recv && recv == NULL)) return REDCOLL_EINVAL;
+    if (both) {
+      if ((rc = place_rule(sh->place, send, recv, z)) < 0) return rc;
+      call->in_place = rc;
+    }
+  }
+  call->sendbuf = send;
+  call->recvbuf = recv;
+  call->count = (s & S_VCOUNTS) ? z->total : a->count;
+  call->counts = a->counts;
+  call->root = (s & S_ROOTED) ? a->root : 0;
+  return REDCOLL_OK;
+}
+
+/* The one prologue and tail of every collective: the checks, all before
+ * anything is sent; then nothing to do (total 0), the forced algorithm's
+ * check (so that one rank answers as many do), one rank (a copy of its own
+ * block unless in place), or the algorithm. */
+static int enter(redcoll_comm *c, const coll_args *a) {
+  redcoll__call call;
+  coll_sizes z = {0, 0, 0, 1};
+  int rc = check_comm(c);
+  if (rc != REDCOLL_OK) return rc;
+  memset(&call, 0, sizeof call);
+  call.comm = c;
+  call.coll = a->coll;
+  if (shapes[a->coll].flags & S_NO_BUF) {
+    call.dtype = REDCOLL_UINT8;
+    call.esize = 1;
+  } else if ((rc = check_buffers(a, &call, &z)) != REDCOLL_OK) {
+    return rc;
+  }
+  if (z.total == 0) return REDCOLL_OK;
+  if ((rc = check_forced(&call)) != REDCOLL_OK) return rc;
+  if (c->size == 1) {
+    /* One rank: its own block is the result (its offset is 0). */
+    size_t own = z.in < z.out ? z.in : z.out;
+    if (!call.in_place && own > 0) memcpy(call.recvbuf, call.sendbuf, own);
+    return REDCOLL_OK;
+  }
+  return run(&call);
+}
+
+/* ---- the entry points ------------------------------------------------------ */
 
 REDCOLL_API int redcoll_allreduce(redcoll_comm *c, const void *sendbuf, void *recvbuf, size_t count,
                                   redcoll_dtype dt, const redcoll_op *op) {
-  redcoll__call call;
-  int rc = check_comm(c);
-  if (rc != REDCOLL_OK) return rc;
-  init_call(&call, c, REDCOLL_COLL_ALLREDUCE);
-  if ((rc = check_type(&call, dt, op, 1)) != REDCOLL_OK) return rc;
-  size_t bytes = mul_sat(count, call.esize);
-  if (bytes == SIZE_MAX) return REDCOLL_EINVAL;
-  if (count > 0 && (sendbuf == NULL || recvbuf == NULL)) return REDCOLL_EINVAL;
-  if (sendbuf == REDCOLL_IN_PLACE) sendbuf = recvbuf;
-  if ((rc = alias_rule(sendbuf, bytes, recvbuf, bytes, 0)) < 0) return rc;
-  call.in_place = rc == 1 || sendbuf == recvbuf;
-  call.sendbuf = sendbuf;
-  call.recvbuf = recvbuf;
-  call.count = count;
-  return finish(&call, count, recvbuf, sendbuf, bytes);
+  return enter(c, &(coll_args){.coll = REDCOLL_COLL_ALLREDUCE, .sendbuf = sendbuf,
+                               .recvbuf = recvbuf, .count = count, .dt = dt, .op = op});
 }
 
 REDCOLL_API int redcoll_reduce(redcoll_comm *c, const void *sendbuf, void *recvbuf, size_t count,
                                redcoll_dtype dt, const redcoll_op *op, int root) {
-  redcoll__call call;
-  int rc = check_comm(c);
-  if (rc != REDCOLL_OK) return rc;
-  init_call(&call, c, REDCOLL_COLL_REDUCE);
-  if ((rc = check_type(&call, dt, op, 1)) != REDCOLL_OK) return rc;
-  if (root < 0 || root >= c->size) return REDCOLL_EINVAL;
-  size_t bytes = mul_sat(count, call.esize);
-  if (bytes == SIZE_MAX) return REDCOLL_EINVAL;
-  int at_root = c->rank == root;
-  if (sendbuf == REDCOLL_IN_PLACE) {
-    if (!at_root) return REDCOLL_EINVAL;
-    sendbuf = recvbuf;
-  }
-  if (count > 0 && (sendbuf == NULL || (at_root && recvbuf == NULL))) return REDCOLL_EINVAL;
-  if (at_root) {
-    if ((rc = alias_rule(sendbuf, bytes, recvbuf, bytes, 0)) < 0) return rc;
-    call.in_place = rc == 1 || sendbuf == recvbuf;
-  } else {
-    recvbuf = NULL; /* not significant off the root */
-  }
-  call.sendbuf = sendbuf;
-  call.recvbuf = recvbuf;
-  call.count = count;
-  call.root = root;
-  return finish(&call, count, recvbuf, sendbuf, bytes);
+  return enter(c, &(coll_args){.coll = REDCOLL_COLL_REDUCE, .sendbuf = sendbuf, .recvbuf = recvbuf,
+                               .count = count, .dt = dt, .op = op, .root = root});
 }
 
 REDCOLL_API int redcoll_reduce_scatter_block(redcoll_comm *c, const void *sendbuf, void *recvbuf,
                                              size_t recvcount, redcoll_dtype dt,
                                              const redcoll_op *op) {
-  redcoll__call call;
-  int rc = check_comm(c);
-  if (rc != REDCOLL_OK) return rc;
-  init_call(&call, c, REDCOLL_COLL_REDUCE_SCATTER_BLOCK);
-  if ((rc = check_type(&call, dt, op, 1)) != REDCOLL_OK) return rc;
-  size_t bytes = mul_sat(recvcount, call.esize);
-  size_t total = mul_sat(bytes, (size_t)c->size);
-  if (bytes == SIZE_MAX || total == SIZE_MAX) return REDCOLL_EINVAL;
-  if (recvcount > 0 && (sendbuf == NULL || recvbuf == NULL)) return REDCOLL_EINVAL;
-  if (sendbuf == REDCOLL_IN_PLACE) sendbuf = recvbuf; /* the input is in recvbuf */
-  if ((rc = alias_rule(sendbuf, total, recvbuf, bytes, 0)) < 0) return rc;
-  call.in_place = rc == 1 || sendbuf == recvbuf;
-  call.sendbuf = sendbuf;
-  call.recvbuf = recvbuf;
-  call.count = recvcount;
-  return finish(&call, recvcount, recvbuf, sendbuf, bytes);
+  return enter(c, &(coll_args){.coll = REDCOLL_COLL_REDUCE_SCATTER_BLOCK, .sendbuf = sendbuf,
+                               .recvbuf = recvbuf, .count = recvcount, .dt = dt, .op = op});
 }
 
 REDCOLL_API int redcoll_reduce_scatter(redcoll_comm *c, const void *sendbuf, void *recvbuf,
                                        const size_t *recvcounts, redcoll_dtype dt,
                                        const redcoll_op *op) {
-  redcoll__call call;
-  int rc = check_comm(c);
-  if (rc != REDCOLL_OK) return rc;
-  init_call(&call, c, REDCOLL_COLL_REDUCE_SCATTER);
-  if ((rc = check_type(&call, dt, op, 1)) != REDCOLL_OK) return rc;
-  if (recvcounts == NULL) return REDCOLL_EINVAL;
-  size_t total = 0;
-  for (int i = 0; i < c->size; i++) {
-    if (recvcounts[i] > SIZE_MAX - total) return REDCOLL_EINVAL;
-    total += recvcounts[i];
-  }
-  size_t tbytes = mul_sat(total, call.esize);
-  if (tbytes == SIZE_MAX) return REDCOLL_EINVAL;
-  size_t mine = recvcounts[c->rank] * call.esize;
-  if (sendbuf == REDCOLL_IN_PLACE) sendbuf = recvbuf; /* the input is in recvbuf */
-  if ((total > 0 && sendbuf == NULL) || (mine > 0 && recvbuf == NULL)) return REDCOLL_EINVAL;
-  if ((rc = alias_rule(sendbuf, tbytes, recvbuf, mine, 0)) < 0) return rc;
-  call.in_place = rc == 1 || sendbuf == recvbuf;
-  call.sendbuf = sendbuf;
-  call.recvbuf = recvbuf;
-  call.counts = recvcounts;
-  call.count = total;
-  return finish(&call, total, recvbuf, sendbuf, mine);
+  return enter(c, &(coll_args){.coll = REDCOLL_COLL_REDUCE_SCATTER, .sendbuf = sendbuf,
+                               .recvbuf = recvbuf, .counts = recvcounts, .dt = dt, .op = op});
 }
 
 REDCOLL_API int redcoll_allgather(redcoll_comm *c, const void *sendbuf, void *recvbuf, size_t count,
                                   redcoll_dtype dt) {
-  redcoll__call call;
-  int rc = check_comm(c);
-  if (rc != REDCOLL_OK) return rc;
-  init_call(&call, c, REDCOLL_COLL_ALLGATHER);
-  if (dt == REDCOLL_CUSTOM) return REDCOLL_EINVAL; /* no element size without an op */
-  if ((rc = check_type(&call, dt, NULL, 0)) != REDCOLL_OK) return rc;
-  size_t bytes = mul_sat(count, call.esize);
-  size_t total = mul_sat(bytes, (size_t)c->size);
-  if (bytes == SIZE_MAX || total == SIZE_MAX) return REDCOLL_EINVAL;
-  if (count > 0 && (sendbuf == NULL || recvbuf == NULL)) return REDCOLL_EINVAL;
-  size_t at = (size_t)c->rank * bytes;
-  if (sendbuf == REDCOLL_IN_PLACE) sendbuf = byte_at(recvbuf, at);
-  if ((rc = alias_rule(sendbuf, bytes, recvbuf, total, at)) < 0) return rc;
-  call.in_place = rc == 1;
-  call.sendbuf = sendbuf;
-  call.recvbuf = recvbuf;
-  call.count = count;
-  return finish(&call, count, byte_at(recvbuf, at), sendbuf, bytes);
+  return enter(c, &(coll_args){.coll = REDCOLL_COLL_ALLGATHER, .sendbuf = sendbuf,
+                               .recvbuf = recvbuf, .count = count, .dt = dt});
 }
 
 REDCOLL_API int redcoll_allgatherv(redcoll_comm *c, const void *sendbuf, size_t sendcount,
                                    void *recvbuf, const size_t *recvcounts, redcoll_dtype dt) {
-  redcoll__call call;
-  int rc = check_comm(c);
-  if (rc != REDCOLL_OK) return rc;
-  init_call(&call, c, REDCOLL_COLL_ALLGATHERV);
-  if (dt == REDCOLL_CUSTOM) return REDCOLL_EINVAL;
-  if ((rc = check_type(&call, dt, NULL, 0)) != REDCOLL_OK) return rc;
-  if (recvcounts == NULL || recvcounts[c->rank] != sendcount) return REDCOLL_EINVAL;
-  size_t total = 0, before = 0;
-  for (int i = 0; i < c->size; i++) {
-    if (recvcounts[i] > SIZE_MAX - total) return REDCOLL_EINVAL;
-    if (i == c->rank) before = total;
-    total += recvcounts[i];
-  }
-  size_t tbytes = mul_sat(total, call.esize);
-  if (tbytes == SIZE_MAX) return REDCOLL_EINVAL;
-  size_t bytes = sendcount * call.esize, at = before * call.esize;
-  if ((sendcount > 0 && sendbuf == NULL) || (total > 0 && recvbuf == NULL)) return REDCOLL_EINVAL;
-  if (sendbuf == REDCOLL_IN_PLACE) sendbuf = byte_at(recvbuf, at);
-  if ((rc = alias_rule(sendbuf, bytes, recvbuf, tbytes, at)) < 0) return rc;
-  call.in_place = rc == 1;
-  call.sendbuf = sendbuf;
-  call.recvbuf = recvbuf;
-  call.counts = recvcounts;
-  call.count = total;
-  return finish(&call, total, byte_at(recvbuf, at), sendbuf, bytes);
+  return enter(c, &(coll_args){.coll = REDCOLL_COLL_ALLGATHERV, .sendbuf = sendbuf,
+                               .recvbuf = recvbuf, .count = sendcount, .counts = recvcounts,
+                               .dt = dt});
 }
 
 REDCOLL_API int redcoll_bcast(redcoll_comm *c, void *buf, size_t count, redcoll_dtype dt, int root) {
-  redcoll__call call;
-  int rc = check_comm(c);
-  if (rc != REDCOLL_OK) return rc;
-  init_call(&call, c, REDCOLL_COLL_BCAST);
-  if (dt == REDCOLL_CUSTOM) return REDCOLL_EINVAL;
-  if ((rc = check_type(&call, dt, NULL, 0)) != REDCOLL_OK) return rc;
-  if (root < 0 || root >= c->size) return REDCOLL_EINVAL;
-  if (mul_sat(count, call.esize) == SIZE_MAX) return REDCOLL_EINVAL;
-  if (count > 0 && buf == NULL) return REDCOLL_EINVAL;
-  call.sendbuf = buf;
-  call.recvbuf = buf;
-  call.in_place = 1;
-  call.count = count;
-  call.root = root;
-  return finish(&call, count, NULL, NULL, 0);
+  return enter(c, &(coll_args){.coll = REDCOLL_COLL_BCAST, .sendbuf = buf, .recvbuf = buf,
+                               .count = count, .dt = dt, .root = root});
 }
 
 REDCOLL_API int redcoll_barrier(redcoll_comm *c) {
-  redcoll__call call;
-  int rc = check_comm(c);
-  if (rc != REDCOLL_OK) return rc;
-  init_call(&call, c, REDCOLL_COLL_BARRIER);
-  call.dtype = REDCOLL_UINT8;
-  call.esize = 1;
-  return finish(&call, 1, NULL, NULL, 0);
+  return enter(c, &(coll_args){.coll = REDCOLL_COLL_BARRIER});
 }
 
 REDCOLL_API int redcoll_gather(redcoll_comm *c, const void *sendbuf, void *recvbuf, size_t count,
                                redcoll_dtype dt, int root) {
-  redcoll__call call;
-  int rc = check_comm(c);
-  if (rc != REDCOLL_OK) return rc;
-  init_call(&call, c, REDCOLL_COLL_GATHER);
-  if (dt == REDCOLL_CUSTOM) return REDCOLL_EINVAL;
-  if ((rc = check_type(&call, dt, NULL, 0)) != REDCOLL_OK) return rc;
-  if (root < 0 || root >= c->size) return REDCOLL_EINVAL;
-  size_t bytes = mul_sat(count, call.esize);
-  size_t total = mul_sat(bytes, (size_t)c->size);
-  if (bytes == SIZE_MAX || total == SIZE_MAX) return REDCOLL_EINVAL;
-  int is_root = c->rank == root;
-  if (count > 0 && (sendbuf == NULL || (is_root && recvbuf == NULL))) return REDCOLL_EINVAL;
-  if (sendbuf == REDCOLL_IN_PLACE && !is_root) return REDCOLL_EINVAL;
-  size_t at = (size_t)root * bytes;
-  if (is_root) {
-    if (sendbuf == REDCOLL_IN_PLACE) sendbuf = byte_at(recvbuf, at);
-    if ((rc = alias_rule(sendbuf, bytes, recvbuf, total, at)) < 0) return rc;
-    call.in_place = rc == 1;
-  } else {
-    recvbuf = NULL; /* not significant off the root */
-  }
-  call.sendbuf = sendbuf;
-  call.recvbuf = recvbuf;
-  call.count = count;
-  call.root = root;
-  return finish(&call, count, byte_at(recvbuf, is_root ? at : 0), sendbuf, bytes);
+  return enter(c, &(coll_args){.coll = REDCOLL_COLL_GATHER, .sendbuf = sendbuf, .recvbuf = recvbuf,
+                               .count = count, .dt = dt, .root = root});
 }
 
 REDCOLL_API int redcoll_scatter(redcoll_comm *c, const void *sendbuf, void *recvbuf, size_t count,
                                 redcoll_dtype dt, int root) {
-  redcoll__call call;
-  int rc = check_comm(c);
-  if (rc != REDCOLL_OK) return rc;
-  init_call(&call, c, REDCOLL_COLL_SCATTER);
-  if (dt == REDCOLL_CUSTOM) return REDCOLL_EINVAL;
-  if ((rc = check_type(&call, dt, NULL, 0)) != REDCOLL_OK) return rc;
-  if (root < 0 || root >= c->size) return REDCOLL_EINVAL;
-  size_t bytes = mul_sat(count, call.esize);
-  size_t total = mul_sat(bytes, (size_t)c->size);
-  if (bytes == SIZE_MAX || total == SIZE_MAX) return REDCOLL_EINVAL;
-  int is_root = c->rank == root;
-  if (count > 0 && (recvbuf == NULL || (is_root && sendbuf == NULL))) return REDCOLL_EINVAL;
-  if (sendbuf == REDCOLL_IN_PLACE || (recvbuf == REDCOLL_IN_PLACE && !is_root)) return REDCOLL_EINVAL;
-  size_t at = (size_t)root * bytes;
-  if (is_root) {
-    if (recvbuf == REDCOLL_IN_PLACE) recvbuf = byte_at(sendbuf, at);
-    /* The root's own block is recvbuf, its place the root's block of sendbuf. */
-    if ((rc = alias_rule(recvbuf, bytes, sendbuf, total, at)) < 0) return rc;
-    call.in_place = rc == 1;
-  } else {
-    sendbuf = NULL; /* not significant off the root */
-  }
-  call.sendbuf = sendbuf;
-  call.recvbuf = recvbuf;
-  call.count = count;
-  call.root = root;
-  return finish(&call, count, recvbuf, byte_at(sendbuf, is_root ? at : 0), bytes);
+  return enter(c, &(coll_args){.coll = REDCOLL_COLL_SCATTER, .sendbuf = sendbuf,
+                               .recvbuf = recvbuf, .count = count, .dt = dt, .root = root});
 }
