@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# ThreadSanitizer run of the threads transport: builds build-tsan (or
+# ThreadSanitizer run of what several threads touch: builds build-tsan (or
 # $BUILD) with -Db_sanitize=thread and runs the tests that drive threads
-# (test_threads, test_conformance, and test_soak with a smaller number of
-# collectives and no TCP part).  Exits non-zero if a test fails or
+# (test_threads, test_mock with its coroutines and its worlds of the
+# program's threads, test_conformance, and test_soak with a smaller number
+# of collectives and no TCP part).  Exits non-zero if a test fails or
 # ThreadSanitizer reports anything; the reports are kept in
 # $BUILD/tsan-logs/.
 #
@@ -13,7 +14,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 dir=${BUILD:-build-tsan}
-tests=${TSAN_TESTS:-threads conformance soak}
+tests=${TSAN_TESTS:-threads mock conformance soak}
 soak_iters=${TSAN_SOAK_ITERS:-1000}
 
 # A compiler whose TSan builds and runs a threaded program on this machine

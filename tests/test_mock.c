@@ -1,9 +1,11 @@
 /*
  * The simulator: cost model (hand-checked clocks), rendezvous and eager
  * sends, FIFO matching, mismatches, deadlock reports, abort, fault
- * injection, determinism of the trace, the dot output, and a 4096-rank run.
+ * injection, determinism of the trace, the dot output, a 4096-rank run,
+ * and worlds of the program's own threads (redcoll_mock_world_create).
  * Rank programs drive the transport through the communicator's vtable.
  */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -783,6 +785,19 @@ static char *trace_set(const char *t) {
   return out;
 }
 
+/* a and b agree in clocks, messages and volumes, rank by rank. */
+static void same_clocks(const redcoll_mock_stats *a, const redcoll_mock_stats *b, int p) {
+  for (int r = 0; r < p; r++) {
+    CHECK_DBL(a[r].time, b[r].time);
+    CHECK_INT(a[r].rounds, b[r].rounds);
+    CHECK_INT(a[r].bytes_sent, b[r].bytes_sent);
+    CHECK_INT(a[r].bytes_recv, b[r].bytes_recv);
+    CHECK_INT(a[r].msgs_sent, b[r].msgs_sent);
+    CHECK_INT(a[r].msgs_recv, b[r].msgs_recv);
+    CHECK_INT(a[r].bytes_reduced, b[r].bytes_reduced);
+  }
+}
+
 static char *run_det(uint64_t seed, redcoll_mock_stats *st, det_out *o) {
   redcoll_mock_config cfg = cfg_abg(1.5, 0.125, 0.0625);
   cfg.seed = seed;
@@ -822,15 +837,7 @@ static void test_determinism(void) {
     CHECK(strcmp(set1, set2) == 0);
     free(set2);
     free(t2);
-    for (int r = 0; r < DP; r++) {
-      CHECK_DBL(st2[r].time, st1[r].time);
-      CHECK_INT(st2[r].rounds, st1[r].rounds);
-      CHECK_INT(st2[r].bytes_sent, st1[r].bytes_sent);
-      CHECK_INT(st2[r].bytes_recv, st1[r].bytes_recv);
-      CHECK_INT(st2[r].msgs_sent, st1[r].msgs_sent);
-      CHECK_INT(st2[r].msgs_recv, st1[r].msgs_recv);
-      CHECK_INT(st2[r].bytes_reduced, st1[r].bytes_reduced);
-    }
+    same_clocks(st2, st1, DP);
     CHECK(memcmp(&o1, &o2, sizeof o1) == 0);
   }
   CHECK(differs); /* the seed does change the order */
@@ -946,4 +953,149 @@ static void test_scale(void) {
   free(st);
 }
 
-TEST_MAIN(TEST(test_defaults_and_args), TEST(test_pair_clocks), TEST(test_ring3), TEST(test_chain_rounds), TEST(test_eager), TEST(test_fifo_zero), TEST(test_mismatch), TEST(test_deadlock), TEST(test_abort), TEST(test_fault), TEST(test_determinism), TEST(test_dot), TEST(test_core), TEST(test_scale))
+/* ---- worlds of the program's threads ------------------------------------ */
+
+typedef struct {
+  redcoll_comm *comm;
+  redcoll_rank_main fn;
+  void *arg;
+  int status, stats_rc;
+  redcoll_mock_stats st;
+} world_rank;
+
+static void *world_thread(void *a) {
+  world_rank *w = a;
+  w->status = w->fn(w->comm, w->arg);
+  w->stats_rc = redcoll_mock_comm_stats(w->comm, &w->st); /* checked by the main thread */
+  redcoll_comm_destroy(w->comm);
+  return NULL;
+}
+
+/* Runs fn on a world of p threads (p <= DP) as redcoll_mock_run runs it;
+ * returns the trace, fills st and statuses. */
+static char *run_world(int p, redcoll_mock_config *cfg, redcoll_rank_main fn, void *arg,
+                       redcoll_mock_stats *st, int *status) {
+  redcoll_comm *comms[DP];
+  world_rank w[DP];
+  pthread_t tid[DP];
+  FILE *tr = tmpfile();
+  cfg->trace = tr;
+  CHECK_INT(redcoll_mock_world_create(p, cfg, comms), REDCOLL_OK);
+  for (int i = 0; i < p; i++) {
+    w[i] = (world_rank){.comm = comms[i], .fn = fn, .arg = arg};
+    CHECK_INT(pthread_create(&tid[i], NULL, world_thread, &w[i]), 0);
+  }
+  for (int i = 0; i < p; i++) {
+    pthread_join(tid[i], NULL);
+    CHECK_INT(w[i].stats_rc, REDCOLL_OK);
+    st[i] = w[i].st;
+    status[i] = w[i].status;
+  }
+  char *t = slurp(tr);
+  fclose(tr);
+  cfg->trace = NULL;
+  return t;
+}
+
+/* The determinism program on a world of threads: the same trace for the
+ * same seed run after run, the same transfers, clocks and data as
+ * redcoll_mock_run. */
+static void test_world(void) {
+  redcoll_mock_stats ref[DP], st1[DP], st2[DP];
+  det_out oref, o1, o2;
+  int status[DP];
+  char *tref = run_det(42, ref, &oref);
+  redcoll_mock_config cfg = cfg_abg(1.5, 0.125, 0.0625);
+  cfg.seed = 42;
+  cfg.eager_limit = 16;
+  memset(&o1, 0, sizeof o1);
+  char *t1 = run_world(DP, &cfg, prog_det, &o1, st1, status);
+  for (int r = 0; r < DP; r++) CHECK_INT(status[r], REDCOLL_OK);
+  memset(&o2, 0, sizeof o2);
+  char *t2 = run_world(DP, &cfg, prog_det, &o2, st2, status);
+  CHECK(t1 != NULL && t2 != NULL && strcmp(t1, t2) == 0);
+  char *setref = trace_set(tref), *set1 = trace_set(t1);
+  CHECK(strcmp(setref, set1) == 0);
+  CHECK(memcmp(&o1, &oref, sizeof o1) == 0 && memcmp(&o2, &oref, sizeof o2) == 0);
+  same_clocks(st1, ref, DP);
+  CHECK(memcmp(st1, st2, sizeof st1) == 0);
+  free(setref);
+  free(set1);
+  free(tref);
+  free(t1);
+  free(t2);
+}
+
+/* A deadlock in a world is reported as under redcoll_mock_run, to every
+ * rank, with the report written when the last communicator goes; a rank
+ * waiting for one that is destroyed without sending is a deadlock too. */
+static void test_world_deadlock(void) {
+  char rep[512];
+  redcoll_mock_config cfg = cfg_abg(1.0, 0.0, 0.0);
+  cfg.report = rep;
+  cfg.report_len = sizeof rep;
+  shared s;
+  memset(&s, 0, sizeof s);
+  redcoll_mock_stats st[2];
+  int status[2];
+  free(run_world(2, &cfg, prog_recv_first, &s, st, status));
+  for (int r = 0; r < 2; r++) {
+    CHECK_INT(status[r], REDCOLL_EDEADLOCK);
+    CHECK_INT(s.rc[r][0], REDCOLL_EDEADLOCK);
+  }
+  CHECK_MSG(strcmp(rep, "deadlock: 2 rank(s) blocked, none can run\n"
+                        "rank 0: recv from 1 tag 0x0000000000001234 100 bytes\n"
+                        "rank 1: recv from 0 tag 0x0000000000001234 100 bytes\n") == 0,
+            "report: %s", rep);
+
+  redcoll_comm *comms[2];
+  CHECK_INT(redcoll_mock_world_create(2, NULL, comms), REDCOLL_OK);
+  redcoll_comm_destroy(comms[1]);
+  double x = 1, y = 0;
+  CHECK_INT(redcoll_allreduce(comms[0], &x, &y, 1, REDCOLL_FLOAT64, REDCOLL_SUM), REDCOLL_EDEADLOCK);
+  redcoll_comm_destroy(comms[0]);
+}
+
+/* Collectives on a world of threads give the results and statistics of
+ * redcoll_mock_run; the arguments are checked. */
+static int prog_colls(redcoll_comm *c, void *arg) {
+  (void)arg;
+  int r = redcoll_comm_rank(c), p = redcoll_comm_size(c);
+  double x[100], y[100];
+  for (int i = 0; i < 100; i++) x[i] = r * 100 + i;
+  int rc = redcoll_allreduce(c, x, y, 100, REDCOLL_FLOAT64, REDCOLL_SUM);
+  if (rc == REDCOLL_OK) rc = redcoll_reduce(c, x, y, 100, REDCOLL_FLOAT64, REDCOLL_MAX, 2);
+  if (rc == REDCOLL_OK) rc = redcoll_barrier(c);
+  if (rc != REDCOLL_OK) return rc;
+  if (r == 2)
+    for (int i = 0; i < 100; i++)
+      if (y[i] != (p - 1) * 100 + i) return REDCOLL_EINVAL;
+  return REDCOLL_OK;
+}
+
+static void test_world_colls(void) {
+  redcoll_mock_stats ref[5], st[5];
+  int status[5];
+  redcoll_mock_config cfg = cfg_abg(1.0, 0.001, 0.0001);
+  CHECK_INT(redcoll_mock_run(5, &cfg, prog_colls, NULL, ref), REDCOLL_OK);
+  free(run_world(5, &cfg, prog_colls, NULL, st, status));
+  for (int r = 0; r < 5; r++) CHECK_INT(status[r], REDCOLL_OK);
+  same_clocks(st, ref, 5);
+  redcoll_comm *one[1] = {(redcoll_comm *)1};
+  CHECK_INT(redcoll_mock_world_create(0, NULL, one), REDCOLL_EINVAL);
+  CHECK(one[0] == (redcoll_comm *)1);
+  CHECK_INT(redcoll_mock_world_create(2, NULL, NULL), REDCOLL_EINVAL);
+  CHECK_INT(redcoll_mock_world_create(65537, NULL, one), REDCOLL_EINVAL);
+  CHECK_INT(redcoll_mock_world_create(1, NULL, one), REDCOLL_OK);
+  double v = 3, w = 0;
+  CHECK_INT(redcoll_allreduce(one[0], &v, &w, 1, REDCOLL_FLOAT64, REDCOLL_SUM), REDCOLL_OK);
+  CHECK_DBL(w, 3);
+  redcoll_mock_stats s1;
+  CHECK_INT(redcoll_mock_comm_stats(one[0], NULL), REDCOLL_EINVAL);
+  CHECK_INT(redcoll_mock_comm_stats(one[0], &s1), REDCOLL_OK);
+  CHECK_INT(s1.calls, 0);
+  redcoll_comm_destroy(one[0]);
+  CHECK_INT(redcoll_mock_comm_stats(NULL, &s1), REDCOLL_EINVAL);
+}
+
+TEST_MAIN(TEST(test_defaults_and_args), TEST(test_pair_clocks), TEST(test_ring3), TEST(test_chain_rounds), TEST(test_eager), TEST(test_fifo_zero), TEST(test_mismatch), TEST(test_deadlock), TEST(test_abort), TEST(test_fault), TEST(test_determinism), TEST(test_dot), TEST(test_core), TEST(test_scale), TEST(test_world), TEST(test_world_deadlock), TEST(test_world_colls))

@@ -97,6 +97,32 @@ typedef struct redcoll_mock_stats {
 REDCOLL_API int redcoll_mock_run(int p, const redcoll_mock_config *cfg, redcoll_rank_main fn,
                                  void *arg, redcoll_mock_stats *stats);
 
+/* Creates the p communicators of one simulated world (comms[i] is rank i)
+ * for threads the program owns, the simulator's counterpart of
+ * redcoll_threads_world_create.  cfg may be NULL (defaults); its FILE
+ * pointers and report buffer must stay valid until the last communicator
+ * is destroyed, which writes the graph and the report.  Each communicator
+ * is used by one thread at a time and destroyed with redcoll_comm_destroy()
+ * once its rank has finished communicating; the world is freed with the
+ * last of them.  One rank runs at a time: every call of a rank is a point
+ * where it waits until the seeded scheduler picks it, and that happens only
+ * once every other rank waits in a call, is blocked, or is destroyed.  So
+ * the same seed gives the same trace run after run, and the statistics and
+ * the messages (not their order in the trace) are those of
+ * redcoll_mock_run with the same calls.  The program's threads must not wait for one
+ * another outside redcoll while their communicators live (that would hang
+ * where a simulated deadlock cannot be seen).  All or nothing: on failure
+ * comms is left filled with NULL.  REDCOLL_EINVAL for p out of range or a
+ * NULL comms; REDCOLL_ENOMEM. */
+REDCOLL_API int redcoll_mock_world_create(int p, const redcoll_mock_config *cfg,
+                                          redcoll_comm **comms);
+
+/* The statistics of a simulated rank so far (time and rounds: its clock
+ * now), from a communicator of redcoll_mock_run or of a world; status is
+ * REDCOLL_OK until fn has returned.  REDCOLL_EINVAL if c is not a simulator
+ * communicator or out is NULL. */
+REDCOLL_API int redcoll_mock_comm_stats(const redcoll_comm *c, redcoll_mock_stats *out);
+
 #ifdef __cplusplus
 }
 #endif

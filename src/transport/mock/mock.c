@@ -19,6 +19,14 @@
  * blocked sender's rank record and points at the sender's buffer; an eager
  * message is a heap copy.  A rank has at most one call in progress, made of
  * a send half and/or a receive half.
+ *
+ * A world made by redcoll_mock_world_create has no coroutines: its ranks
+ * are the program's own threads, and a baton under one mutex takes the
+ * scheduler's place.  Every transport call is a gate where the rank waits,
+ * ready; once no rank runs (all wait at a gate, are blocked or are done)
+ * the thread that stopped last picks the next rank with the same seeded
+ * generator and wakes it.  So one rank runs at a time there too, and one
+ * seed gives one interleaving however the threads are scheduled.
  */
 #include <inttypes.h>
 #include <limits.h>
@@ -122,6 +130,12 @@ typedef struct mock_run {
   int nblocked;
   uint64_t rng;
   int aborted;
+  /* A world of the program's threads (redcoll_mock_world_create). */
+  int threaded;
+  pthread_mutex_t mu;    /* guards everything above while threaded */
+  pthread_cond_t *cvs;   /* one per rank: its turn has come */
+  int nrunning;          /* ranks running outside a gate */
+  int nalive;            /* communicators not yet destroyed */
   int deadlocked;
   uint64_t nmsgs;        /* completed messages */
   mock_pair **buckets;
@@ -577,11 +591,34 @@ static mock_rank *pick_next(mock_run *run) {
   }
 }
 
+/* Threaded world, with the mutex held: r stops running (it waits at a
+ * gate, is blocked, or is done).  When no rank runs any more, the next one
+ * is picked and woken.  Then waits until r is picked (not once r is done). */
+static int cmp_int(const void *a, const void *b) {
+  int x = *(const int *)a, y = *(const int *)b;
+  return (x > y) - (x < y);
+}
+
+static void thread_give_way(mock_run *run, mock_rank *r) {
+  if (--run->nrunning == 0) {
+    /* Threads reach their gates in any order: the runnable set is put in
+     * rank order so that the seed alone decides. */
+    qsort(run->runnable, (size_t)run->nrunnable, sizeof *run->runnable, cmp_int);
+    mock_rank *next = pick_next(run);
+    if (next != NULL) {
+      run->nrunning = 1;
+      pthread_cond_signal(&run->cvs[next->id]);
+    }
+  }
+  while (r->state != ST_RUNNING && r->state != ST_DONE) pthread_cond_wait(&run->cvs[r->id], &run->mu);
+}
+
 /* The caller gives way until its call has ended. */
 static void block(mock_run *run, mock_rank *r) {
   r->state = ST_BLOCKED;
   run->nblocked++;
-  to_scheduler(run, r);
+  if (run->threaded) thread_give_way(run, r);
+  else to_scheduler(run, r);
 }
 
 /* ---- message completion ------------------------------------------------------ */
@@ -764,6 +801,12 @@ static int mock_call(mock_rank *r, const redcoll_transport_ctx *ctx, int has_sen
     return REDCOLL_EINVAL;
   if (has_recv && (src < 0 || src >= run->p || src == r->id || (rbuf == NULL && rlen > 0)))
     return REDCOLL_EINVAL;
+  if (run->threaded) {
+    /* The gate: wait, ready, until picked. */
+    pthread_mutex_lock(&run->mu);
+    make_runnable(run, r);
+    thread_give_way(run, r);
+  }
   int rc;
   if (run->deadlocked) {
     rc = REDCOLL_EDEADLOCK;
@@ -807,6 +850,7 @@ static int mock_call(mock_rank *r, const redcoll_transport_ctx *ctx, int has_sen
     r->rclock = r->crend;
   }
 out:
+  if (run->threaded) pthread_mutex_unlock(&run->mu);
   return rc;
 }
 
@@ -834,25 +878,58 @@ static int mock_info(void *impl, redcoll_transport_info *info) {
   return REDCOLL_OK;
 }
 
+static void lock(mock_run *run) {
+  if (run->threaded) pthread_mutex_lock(&run->mu);
+}
+static void unlock(mock_run *run) {
+  if (run->threaded) pthread_mutex_unlock(&run->mu);
+}
+
 static void mock_charge(void *impl, size_t bytes) {
   mock_rank *r = impl;
+  lock(r->run);
   r->clock += (double)bytes * r->run->cfg.gamma;
   r->st.bytes_reduced += bytes;
+  unlock(r->run);
 }
 
 static void mock_abort(void *impl, int status) {
   mock_rank *r = impl;
   mock_run *run = r->run;
+  lock(run);
   if (!run->aborted && !run->deadlocked && !r->dead) {
     run->aborted = 1;
     report_add(run, "rank %d: aborted the run (%s)", r->id, redcoll_status_name(status));
     for (int i = 0; i < run->p; i++)
       if (run->ranks[i].state == ST_BLOCKED) cancel_call(run, &run->ranks[i], REDCOLL_EABORTED);
   }
+  unlock(run);
 }
 
-/* The rank record belongs to the run, which outlives every communicator. */
-static void mock_destroy(void *impl) { (void)impl; }
+static void run_free(mock_run *run);
+static void write_dot(const mock_run *run);
+static void run_finish(mock_run *run);
+
+/* Under redcoll_mock_run the rank record belongs to the run, which outlives
+ * every communicator.  In a threaded world the rank is done: it gives way
+ * for good, and the last one frees the world. */
+static void mock_destroy(void *impl) {
+  mock_rank *r = impl;
+  mock_run *run = r->run;
+  if (!run->threaded) return;
+  pthread_mutex_lock(&run->mu);
+  r->st.time = r->clock;
+  r->st.rounds = r->rclock;
+  r->state = ST_DONE;
+  thread_give_way(run, r);
+  int last = --run->nalive == 0;
+  pthread_mutex_unlock(&run->mu);
+  if (last) {
+    if (run->cfg.dot != NULL) write_dot(run);
+    run_finish(run);
+    run_free(run);
+  }
+}
 
 static const redcoll_transport_ops mock_ops = {
   .version = 3,
@@ -913,25 +990,21 @@ REDCOLL_API void redcoll_mock_config_init(redcoll_mock_config *cfg) {
   cfg->stall_rank = -1;
 }
 
-REDCOLL_API int redcoll_mock_run(int p, const redcoll_mock_config *cfg, redcoll_rank_main fn,
-                                 void *arg, redcoll_mock_stats *stats) {
-  if (p < 1 || p > MOCK_MAX_P || fn == NULL) return REDCOLL_EINVAL;
-  int rc = REDCOLL_ENOMEM;
+/* A run of p ranks with cfg (NULL: defaults): everything but the stacks. */
+static int run_new(int p, const redcoll_mock_config *cfg, mock_run **out) {
   mock_run *run = calloc(1, sizeof *run);
   if (run == NULL) return REDCOLL_ENOMEM;
   if (cfg != NULL) run->cfg = *cfg;
   else redcoll_mock_config_init(&run->cfg);
   run->p = p;
-  run->fn = fn;
-  run->arg = arg;
   run->rng = run->cfg.seed;
   run->nbuckets = 64;
   while (run->nbuckets < (size_t)p) run->nbuckets *= 2;
-
   run->ranks = calloc((size_t)p, sizeof *run->ranks);
   run->runnable = malloc((size_t)p * sizeof *run->runnable);
   run->buckets = calloc(run->nbuckets, sizeof *run->buckets);
-  if (run->ranks == NULL || run->runnable == NULL || run->buckets == NULL) goto free_arrays;
+  *out = run;
+  if (run->ranks == NULL || run->runnable == NULL || run->buckets == NULL) return REDCOLL_ENOMEM;
   for (int i = 0; i < p; i++) {
     mock_rank *r = &run->ranks[i];
     r->run = run;
@@ -939,6 +1012,62 @@ REDCOLL_API int redcoll_mock_run(int p, const redcoll_mock_config *cfg, redcoll_
     r->rv.eager = 1;
     r->deadline = INFINITY;
   }
+  return REDCOLL_OK;
+}
+
+/* What a run leaves when it ends: the report. */
+static void run_finish(mock_run *run) {
+  if (run->cfg.report != NULL && run->cfg.report_len > 0) {
+    size_t n = run->report_len < run->cfg.report_len ? run->report_len : run->cfg.report_len - 1;
+    if (n > 0) memcpy(run->cfg.report, run->report, n);
+    run->cfg.report[n] = '\0';
+  }
+}
+
+static void run_free(mock_run *run) {
+  if (run->buckets != NULL) {
+    for (size_t i = 0; i < run->nbuckets; i++) {
+      mock_pair *q = run->buckets[i];
+      while (q != NULL) {
+        mock_pair *next = q->next;
+        for (mock_msg *m = q->head; m != NULL;) {
+          mock_msg *mn = m->next;
+          if (m->eager) free(m);
+          m = mn;
+        }
+        free(q);
+        q = next;
+      }
+    }
+  }
+  while (run->free_pairs != NULL) {
+    mock_pair *q = run->free_pairs;
+    run->free_pairs = q->next;
+    free(q);
+  }
+  if (run->threaded) {
+    for (int i = 0; i < run->p; i++) pthread_cond_destroy(&run->cvs[i]);
+    pthread_mutex_destroy(&run->mu);
+  }
+  free(run->cvs);
+  free(run->buckets);
+  free(run->report);
+  free(run->edges);
+  free(run->runnable);
+  free(run->ranks);
+  free(run);
+}
+
+REDCOLL_API int redcoll_mock_run(int p, const redcoll_mock_config *cfg, redcoll_rank_main fn,
+                                 void *arg, redcoll_mock_stats *stats) {
+  if (p < 1 || p > MOCK_MAX_P || fn == NULL) return REDCOLL_EINVAL;
+  mock_run *run = NULL;
+  int rc = run_new(p, cfg, &run);
+  if (run == NULL) return rc;
+  if (rc != REDCOLL_OK) goto out;
+  run->fn = fn;
+  run->arg = arg;
+  rc = REDCOLL_ENOMEM;
 
   /* Stack slots: a guard page and a stack each (stacks_get). */
   long pg = sysconf(_SC_PAGESIZE);
@@ -947,17 +1076,17 @@ REDCOLL_API int redcoll_mock_run(int p, const redcoll_mock_config *cfg, redcoll_
   if (stack < MOCK_MIN_STACK) stack = MOCK_MIN_STACK;
   if (stack > SIZE_MAX / 2) {
     rc = REDCOLL_EINVAL;
-    goto free_arrays;
+    goto out;
   }
   stack = (stack + run->page - 1) / run->page * run->page;
   run->slot = stack + run->page;
   if (run->slot > SIZE_MAX / (size_t)p) {
     rc = REDCOLL_EINVAL;
-    goto free_arrays;
+    goto out;
   }
   run->stacks_len = run->slot * (size_t)p;
   run->stacks = stacks_get(run->slot, run->page, &run->stacks_len);
-  if (run->stacks == NULL) goto free_arrays;
+  if (run->stacks == NULL) goto out;
 
   for (int i = 0; i < p; i++) {
     run->ranks[i].state = ST_READY;
@@ -981,37 +1110,57 @@ REDCOLL_API int redcoll_mock_run(int p, const redcoll_mock_config *cfg, redcoll_
     for (int i = 0; i < p; i++) stats[i] = run->ranks[i].st;
 
   stacks_put(run->stacks, run->stacks_len, run->slot);
-free_arrays:
-  if (run->cfg.report != NULL && run->cfg.report_len > 0) {
-    size_t n = run->report_len < run->cfg.report_len ? run->report_len : run->cfg.report_len - 1;
-    if (n > 0) memcpy(run->cfg.report, run->report, n);
-    run->cfg.report[n] = '\0';
-  }
-  if (run->buckets != NULL) {
-    for (size_t i = 0; i < run->nbuckets; i++) {
-      mock_pair *q = run->buckets[i];
-      while (q != NULL) {
-        mock_pair *next = q->next;
-        for (mock_msg *m = q->head; m != NULL;) {
-          mock_msg *mn = m->next;
-          if (m->eager) free(m);
-          m = mn;
-        }
-        free(q);
-        q = next;
-      }
-    }
-  }
-  while (run->free_pairs != NULL) {
-    mock_pair *q = run->free_pairs;
-    run->free_pairs = q->next;
-    free(q);
-  }
-  free(run->buckets);
-  free(run->report);
-  free(run->edges);
-  free(run->runnable);
-  free(run->ranks);
-  free(run);
+out:
+  run_finish(run);
+  run_free(run);
   return rc;
+}
+
+REDCOLL_API int redcoll_mock_world_create(int p, const redcoll_mock_config *cfg,
+                                          redcoll_comm **comms) {
+  if (p < 1 || p > MOCK_MAX_P || comms == NULL) return REDCOLL_EINVAL;
+  for (int i = 0; i < p; i++) comms[i] = NULL;
+  mock_run *run = NULL;
+  int rc = run_new(p, cfg, &run);
+  if (run == NULL) return rc;
+  if (rc == REDCOLL_OK && (run->cvs = calloc((size_t)p, sizeof *run->cvs)) == NULL)
+    rc = REDCOLL_ENOMEM;
+  if (rc != REDCOLL_OK) {
+    run_free(run);
+    return rc;
+  }
+  pthread_mutex_init(&run->mu, NULL);
+  for (int i = 0; i < p; i++) {
+    pthread_cond_init(&run->cvs[i], NULL);
+    run->ranks[i].state = ST_RUNNING;
+    run->ranks[i].started = 1;
+  }
+  run->threaded = 1;
+  run->nrunning = p;
+  for (int i = 0; i < p && rc == REDCOLL_OK; i++)
+    rc = redcoll_comm_create(&mock_ops, &run->ranks[i], i, p, &comms[i]);
+  if (rc == REDCOLL_OK) {
+    run->nalive = p;
+    return REDCOLL_OK;
+  }
+  /* All or nothing: no rank has called yet, so none of this waits. */
+  run->threaded = 0; /* the destroys below leave the run alone */
+  for (int i = 0; i < p; i++) {
+    redcoll_comm_destroy(comms[i]);
+    comms[i] = NULL;
+  }
+  run->threaded = 1;
+  run_free(run);
+  return rc;
+}
+
+REDCOLL_API int redcoll_mock_comm_stats(const redcoll_comm *c, redcoll_mock_stats *out) {
+  const mock_rank *r = redcoll__comm_transport(c, &mock_ops);
+  if (r == NULL || out == NULL) return REDCOLL_EINVAL;
+  lock(r->run);
+  *out = r->st;
+  out->time = r->clock;
+  out->rounds = r->rclock;
+  unlock(r->run);
+  return REDCOLL_OK;
 }
