@@ -3,7 +3,8 @@
  * HELLO and of authentication frames.  No I/O and no libuv calls, so that
  * the fuzz targets (fuzz/) exercise exactly the code the transport runs.
  */
-#include "tcp_int.h"
+#include "base.h"
+#include "wire.h"
 
 void redcoll__tcp_put_le(unsigned char *p, uint64_t v, int n) {
   for (int i = 0; i < n; i++) p[i] = (unsigned char)(v >> (8 * i));

@@ -1,389 +1,22 @@
-/* Bootstrap of the TCP transport: configuration from the environment,
- * addresses and interfaces, the listening socket, and the rendezvous through
- * which rank 0 collects and hands out every rank's listening address.
+/* Bootstrap of the TCP transport: the listening socket, the address table
+ * from a REDCOLL_HOSTS list, or the rendezvous through which rank 0
+ * collects and hands out every rank's listening address (REDCOLL_MASTER).
  *
  * The rendezvous runs once, before the communicator exists, over plain
  * non-blocking sockets and poll() with one deadline (the timeout); it moves
  * a few hundred bytes per rank.  Its frames use the same header as the data
  * connections and sizes are checked against the size this rank was given,
  * never taken from the wire. */
-#include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "tcp_int.h"
-
-/* ---- addresses -------------------------------------------------------------- */
-
-int redcoll__tcp_parse_addr(const char *s, size_t n, int default_port, redcoll__tcp_addr *out,
-                            int *has_host) {
-  char host[256];
-  const char *port = NULL;
-  size_t hn;
-  memset(out, 0, sizeof *out);
-  if (has_host != NULL) *has_host = 0;
-  if (n == 0) return REDCOLL_EINVAL;
-  if (s[0] == '[') {
-    const char *end = memchr(s, ']', n);
-    if (end == NULL) return REDCOLL_EINVAL;
-    hn = (size_t)(end - s) - 1;
-    if (hn == 0 || hn >= sizeof host) return REDCOLL_EINVAL;
-    memcpy(host, s + 1, hn);
-    host[hn] = '\0';
-    size_t rest = n - (size_t)(end - s) - 1;
-    if (rest > 0) {
-      if (end[1] != ':') return REDCOLL_EINVAL;
-      port = end + 2;
-    }
-  } else {
-    const char *colon = NULL;
-    int colons = 0;
-    for (size_t i = 0; i < n; i++)
-      if (s[i] == ':') {
-        colon = s + i;
-        colons++;
-      }
-    /* A bare IPv6 literal has several colons and no port. */
-    if (colons == 1) {
-      hn = (size_t)(colon - s);
-      port = colon + 1;
-    } else {
-      hn = n;
-    }
-    if (hn >= sizeof host) return REDCOLL_EINVAL;
-    memcpy(host, s, hn);
-    host[hn] = '\0';
-  }
-  long pv = default_port;
-  if (port != NULL) {
-    size_t pn = n - (size_t)(port - s);
-    if (pn == 0 || pn > 5) return REDCOLL_EINVAL;
-    pv = 0;
-    for (size_t i = 0; i < pn; i++) {
-      if (port[i] < '0' || port[i] > '9') return REDCOLL_EINVAL;
-      pv = pv * 10 + (port[i] - '0');
-    }
-    if (pv > 65535) return REDCOLL_EINVAL;
-  }
-  if (pv < 0) return REDCOLL_EINVAL;
-  if (host[0] == '\0') {
-    /* ":port": the caller supplies the host. */
-    struct sockaddr_in *a4 = (struct sockaddr_in *)out;
-    a4->sin_family = AF_INET;
-    a4->sin_port = htons((uint16_t)pv);
-    return REDCOLL_OK;
-  }
-  if (has_host != NULL) *has_host = 1;
-  struct sockaddr_in *a4 = (struct sockaddr_in *)out;
-  struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)out;
-  if (inet_pton(AF_INET, host, &a4->sin_addr) == 1) {
-    a4->sin_family = AF_INET;
-    a4->sin_port = htons((uint16_t)pv);
-    return REDCOLL_OK;
-  }
-  if (inet_pton(AF_INET6, host, &a6->sin6_addr) == 1) {
-    a6->sin6_family = AF_INET6;
-    a6->sin6_port = htons((uint16_t)pv);
-    return REDCOLL_OK;
-  }
-  struct addrinfo hints, *res = NULL;
-  memset(&hints, 0, sizeof hints);
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  if (getaddrinfo(host, NULL, &hints, &res) != 0 || res == NULL) {
-    redcoll__log(0, "tcp: cannot resolve host name '%s'", host);
-    return REDCOLL_EINVAL;
-  }
-  int rc = REDCOLL_EINVAL;
-  for (struct addrinfo *ai = res; ai != NULL; ai = ai->ai_next) {
-    if ((ai->ai_family == AF_INET || ai->ai_family == AF_INET6) &&
-        ai->ai_addrlen <= sizeof *out) {
-      memcpy(out, ai->ai_addr, ai->ai_addrlen);
-      redcoll__tcp_addr_set_port(out, (int)pv);
-      rc = REDCOLL_OK;
-      break;
-    }
-  }
-  freeaddrinfo(res);
-  return rc;
-}
-
-void redcoll__tcp_addr_str(const redcoll__tcp_addr *a, char *buf, size_t len) {
-  char ip[INET6_ADDRSTRLEN];
-  if (len == 0) return;
-  if (a->ss_family == AF_INET) {
-    const struct sockaddr_in *a4 = (const struct sockaddr_in *)a;
-    inet_ntop(AF_INET, &a4->sin_addr, ip, sizeof ip);
-    snprintf(buf, len, "%s:%d", ip, ntohs(a4->sin_port));
-  } else if (a->ss_family == AF_INET6) {
-    const struct sockaddr_in6 *a6 = (const struct sockaddr_in6 *)a;
-    inet_ntop(AF_INET6, &a6->sin6_addr, ip, sizeof ip);
-    snprintf(buf, len, "[%s]:%d", ip, ntohs(a6->sin6_port));
-  } else {
-    snprintf(buf, len, "(no address)");
-  }
-}
-
-int redcoll__tcp_addr_port(const redcoll__tcp_addr *a) {
-  if (a->ss_family == AF_INET) return ntohs(((const struct sockaddr_in *)a)->sin_port);
-  if (a->ss_family == AF_INET6) return ntohs(((const struct sockaddr_in6 *)a)->sin6_port);
-  return 0;
-}
-
-void redcoll__tcp_addr_set_port(redcoll__tcp_addr *a, int port) {
-  if (a->ss_family == AF_INET) ((struct sockaddr_in *)a)->sin_port = htons((uint16_t)port);
-  else if (a->ss_family == AF_INET6) ((struct sockaddr_in6 *)a)->sin6_port = htons((uint16_t)port);
-}
-
-int redcoll__tcp_addr_loopback(const redcoll__tcp_addr *a) {
-  if (a->ss_family == AF_INET)
-    return (ntohl(((const struct sockaddr_in *)a)->sin_addr.s_addr) >> 24) == 127;
-  if (a->ss_family == AF_INET6) {
-    const struct in6_addr *x = &((const struct sockaddr_in6 *)a)->sin6_addr;
-    if (IN6_IS_ADDR_LOOPBACK(x)) return 1;
-    return IN6_IS_ADDR_V4MAPPED(x) && x->s6_addr[12] == 127;
-  }
-  return 0;
-}
-
-int redcoll__tcp_addr_wildcard(const redcoll__tcp_addr *a) {
-  if (a->ss_family == AF_INET)
-    return ((const struct sockaddr_in *)a)->sin_addr.s_addr == htonl(INADDR_ANY);
-  if (a->ss_family == AF_INET6)
-    return IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)a)->sin6_addr);
-  return 0;
-}
-
-/* Family and address alike (the port aside). */
-static int addr_equal_ip(const redcoll__tcp_addr *a, const redcoll__tcp_addr *b) {
-  if (a->ss_family != b->ss_family) return 0;
-  if (a->ss_family == AF_INET)
-    return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
-           ((const struct sockaddr_in *)b)->sin_addr.s_addr;
-  if (a->ss_family == AF_INET6)
-    return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
-                  &((const struct sockaddr_in6 *)b)->sin6_addr, 16) == 0;
-  return 0;
-}
-
-int redcoll__tcp_addr_same_host(const redcoll__tcp_addr *a, const redcoll__tcp_addr *b) {
-  if (redcoll__tcp_addr_loopback(a) && redcoll__tcp_addr_loopback(b)) return 1;
-  return addr_equal_ip(a, b);
-}
-
-int redcoll__tcp_addr_equal(const redcoll__tcp_addr *a, const redcoll__tcp_addr *b) {
-  return redcoll__tcp_addr_port(a) == redcoll__tcp_addr_port(b) && addr_equal_ip(a, b);
-}
-
-void redcoll__tcp_addr_encode(unsigned char *out, const redcoll__tcp_addr *a) {
-  memset(out, 0, REDCOLL__TCP_ADDR_WIRE);
-  int port = redcoll__tcp_addr_port(a);
-  out[2] = (unsigned char)port;
-  out[3] = (unsigned char)(port >> 8);
-  if (a->ss_family == AF_INET) {
-    out[0] = 4;
-    memcpy(out + 4, &((const struct sockaddr_in *)a)->sin_addr, 4);
-  } else if (a->ss_family == AF_INET6) {
-    out[0] = 6;
-    memcpy(out + 4, &((const struct sockaddr_in6 *)a)->sin6_addr, 16);
-  }
-}
-
-int redcoll__tcp_addr_decode(const unsigned char *in, redcoll__tcp_addr *a) {
-  memset(a, 0, sizeof *a);
-  int port = in[2] | in[3] << 8;
-  if (in[1] != 0 || port == 0) return REDCOLL_EPROTO;
-  if (in[0] == 4) {
-    for (int i = 8; i < REDCOLL__TCP_ADDR_WIRE; i++)
-      if (in[i] != 0) return REDCOLL_EPROTO;
-    struct sockaddr_in *a4 = (struct sockaddr_in *)a;
-    a4->sin_family = AF_INET;
-    memcpy(&a4->sin_addr, in + 4, 4);
-  } else if (in[0] == 6) {
-    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)a;
-    a6->sin6_family = AF_INET6;
-    memcpy(&a6->sin6_addr, in + 4, 16);
-  } else {
-    return REDCOLL_EPROTO;
-  }
-  redcoll__tcp_addr_set_port(a, port);
-  return REDCOLL_OK;
-}
-
-/* Does the comma-separated spec select interface name?  "a,b" selects a and
- * b; "^a,^b" selects all but a and b. */
-static int iface_selected(const char *spec, const char *name) {
-  int any_include = 0, included = 0;
-  const char *p = spec;
-  while (*p != '\0') {
-    while (*p == ',' || *p == ' ') p++;
-    if (*p == '\0') break;
-    const char *e = p;
-    while (*e != '\0' && *e != ',' && *e != ' ') e++;
-    int exclude = *p == '^';
-    const char *w = p + exclude;
-    size_t wn = (size_t)(e - w);
-    int match = strlen(name) == wn && strncmp(name, w, wn) == 0;
-    if (exclude) {
-      if (match) return 0;
-    } else {
-      any_include = 1;
-      if (match) included = 1;
-    }
-    p = e;
-  }
-  return any_include ? included : 1;
-}
-
-int redcoll__tcp_pick_interface(const char *spec, int family, redcoll__tcp_addr *out, char *why,
-                                size_t whylen) {
-  uv_interface_address_t *ifs = NULL;
-  int n = 0;
-  int r = uv_interface_addresses(&ifs, &n);
-  if (r != 0) {
-    snprintf(why, whylen, "cannot list network interfaces: %s", uv_strerror(r));
-    return REDCOLL_EINVAL;
-  }
-  int rc = REDCOLL_EINVAL;
-  /* Two passes: a non-loopback address first, loopback only if named. */
-  for (int pass = 0; pass < 2 && rc != REDCOLL_OK; pass++) {
-    for (int i = 0; i < n; i++) {
-      const uv_interface_address_t *f = &ifs[i];
-      int fam = f->address.address4.sin_family;
-      if (fam != family || !iface_selected(spec, f->name)) continue;
-      if ((pass == 0) != !f->is_internal) continue;
-      if (fam == AF_INET6 && IN6_IS_ADDR_LINKLOCAL(&f->address.address6.sin6_addr)) continue;
-      memset(out, 0, sizeof *out);
-      if (fam == AF_INET) memcpy(out, &f->address.address4, sizeof f->address.address4);
-      else memcpy(out, &f->address.address6, sizeof f->address.address6);
-      rc = REDCOLL_OK;
-      break;
-    }
-  }
-  if (rc != REDCOLL_OK)
-    snprintf(why, whylen, "no %s interface matches REDCOLL_IFNAME=%s",
-             family == AF_INET6 ? "IPv6" : "IPv4", spec);
-  uv_free_interface_addresses(ifs, n);
-  return rc;
-}
-
-/* ---- configuration ----------------------------------------------------------- */
-
-/* The job id from digest h and an optional second part; never 0. */
-static uint64_t job_digest(uint64_t h, const char *more) {
-  if (more != NULL) {
-    h = redcoll__tcp_fnv1a(h, ".", 1);
-    h = redcoll__tcp_fnv1a(h, more, strlen(more));
-  }
-  return h != 0 ? h : 1;
-}
-
-REDCOLL_API void redcoll_tcp_config_init(redcoll_tcp_config *cfg) {
-  if (cfg == NULL) return;
-  memset(cfg, 0, sizeof *cfg);
-  cfg->rank = -1;
-  cfg->size = -1;
-}
-
-static int env_int(const char *name, long max, long *out) {
-  const char *s = getenv(name);
-  if (s == NULL || *s == '\0') return 0;
-  char *end;
-  errno = 0;
-  long v = strtol(s, &end, 10);
-  if (errno != 0 || *end != '\0' || v < 0 || v > max) {
-    redcoll__log(0, "tcp: %s=%s is not a number in [0, %ld]", name, s, max);
-    return -1;
-  }
-  *out = v;
-  return 1;
-}
-
-/* torchrun's rendezvous host and port (MASTER_ADDR, MASTER_PORT): redcoll's
- * runs one port above, so that PyTorch's own store keeps MASTER_PORT.
- * Returns the string for cfg->master (kept per thread), or NULL. */
-static const char *torchrun_master(void) {
-  static __thread char buf[300];
-  const char *a = getenv("MASTER_ADDR");
-  long port;
-  if (a == NULL || *a == '\0' || env_int("MASTER_PORT", 65534, &port) <= 0) return NULL;
-  snprintf(buf, sizeof buf, strchr(a, ':') != NULL ? "[%s]:%ld" : "%s:%ld", a, port + 1);
-  return buf;
-}
-
-REDCOLL_API int redcoll_tcp_config_from_env(redcoll_tcp_config *cfg) {
-  if (cfg == NULL) return REDCOLL_EINVAL;
-  redcoll_tcp_config_init(cfg);
-  static const char *const pairs[][2] = {{"REDCOLL_RANK", "REDCOLL_SIZE"},
-                                         {"SLURM_PROCID", "SLURM_NTASKS"},
-                                         {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
-                                         {"PMI_RANK", "PMI_SIZE"},
-                                         {"RANK", "WORLD_SIZE"}};
-  enum { FROM_TORCHRUN = 4 };
-  size_t from = 0; /* the pair rank and size came from */
-  for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
-    long r, s;
-    int hr = env_int(pairs[i][0], REDCOLL_TCP_MAX_SIZE - 1, &r),
-        hs = env_int(pairs[i][1], REDCOLL_TCP_MAX_SIZE, &s);
-    if (hr < 0 || hs < 0) return REDCOLL_EINVAL;
-    if (hr && hs) {
-      if (s < 1 || r >= s) {
-        redcoll__log(0, "tcp: %s=%ld is not below %s=%ld", pairs[i][0], r, pairs[i][1], s);
-        return REDCOLL_EINVAL;
-      }
-      cfg->rank = (int)r;
-      cfg->size = (int)s;
-      from = i;
-      break;
-    }
-    if (hr || hs) {
-      redcoll__log(0, "tcp: %s and %s must be set together", pairs[i][0], pairs[i][1]);
-      return REDCOLL_EINVAL;
-    }
-  }
-  if (cfg->rank < 0) {
-    redcoll__log(0, "tcp: no rank in the environment (REDCOLL_RANK and REDCOLL_SIZE, or a "
-                    "launcher's SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMI_RANK, or torchrun's "
-                    "RANK and WORLD_SIZE)");
-    return REDCOLL_EINVAL;
-  }
-  const char *s;
-  if ((s = getenv("REDCOLL_HOSTS")) != NULL && *s != '\0') cfg->hosts = s;
-  if ((s = getenv("REDCOLL_MASTER")) != NULL && *s != '\0') cfg->master = s;
-  else if (from == FROM_TORCHRUN && cfg->hosts == NULL) cfg->master = torchrun_master();
-  if ((s = getenv("REDCOLL_LISTEN")) != NULL && *s != '\0') cfg->listen_host = s;
-  if ((s = getenv("REDCOLL_IFNAME")) != NULL && *s != '\0') cfg->ifname = s;
-  if ((s = getenv("REDCOLL_SECRET")) != NULL && *s != '\0') cfg->secret = s;
-  /* The job id: REDCOLL_JOB_ID, else the job (and step) of the launcher
-   * that gave the rank, so that every rank takes it from the same place
-   * (under mpirun in a Slurm allocation the ranks see different Slurm
-   * steps); hashed, so any string names a job. */
-  static const char *const jobs[][2] = {{NULL, NULL},
-                                        {"SLURM_JOB_ID", "SLURM_STEP_ID"},
-                                        {"OMPI_MCA_ess_base_jobid", NULL},
-                                        {NULL, NULL},
-                                        {"TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT"}};
-  const char *jv = getenv("REDCOLL_JOB_ID"), *more = NULL;
-  if ((jv == NULL || *jv == '\0') && jobs[from][0] != NULL) {
-    jv = getenv(jobs[from][0]);
-    if (jobs[from][1] != NULL) more = getenv(jobs[from][1]);
-  }
-  if (jv != NULL && *jv != '\0')
-    cfg->job_id = job_digest(redcoll__tcp_fnv1a(REDCOLL__TCP_FNV_INIT, jv, strlen(jv)), more);
-  long ms;
-  int h = env_int("REDCOLL_TIMEOUT_MS", 0x7fffffffL, &ms);
-  if (h < 0) return REDCOLL_EINVAL;
-  if (h > 0) cfg->timeout_ms = (uint64_t)ms;
-  return REDCOLL_OK;
-}
+#include "config.h"
+#include "rendezvous.h"
 
 /* ---- listening ----------------------------------------------------------------- */
 
@@ -482,37 +115,11 @@ static int check_loopback(redcoll__tcp *t) {
 
 /* ---- REDCOLL_HOSTS ---------------------------------------------------------------- */
 
-/* The next entry of a host list (commas or white space between entries):
- * its start, with its length in *n, and *s moved past it; NULL at the end. */
-static const char *next_entry(const char **s, size_t *n) {
-  const char *b = *s;
-  while (*b == ',' || *b == ' ' || *b == '\t' || *b == '\n') b++;
-  if (*b == '\0') return NULL;
-  const char *e = b;
-  while (*e != '\0' && *e != ',' && *e != ' ' && *e != '\t' && *e != '\n') e++;
-  *n = (size_t)(e - b);
-  *s = e;
-  return b;
-}
-
-/* The job id of a host list: a digest of its entries as written (not of
- * the addresses they resolve to, which may differ from host to host), with
- * any separators between them counting as one. */
-uint64_t redcoll__tcp_hosts_digest(const char *s) {
-  uint64_t h = redcoll__tcp_fnv1a(REDCOLL__TCP_FNV_INIT, "hosts", 5);
-  size_t n;
-  for (const char *e; (e = next_entry(&s, &n)) != NULL;) {
-    h = redcoll__tcp_fnv1a(h, e, n);
-    h = redcoll__tcp_fnv1a(h, ",", 1);
-  }
-  return job_digest(h, NULL);
-}
-
 static int boot_hosts(redcoll__tcp *t, const redcoll_tcp_config *cfg) {
   const char *s = cfg->hosts, *e;
   size_t len;
   int n = 0;
-  while ((e = next_entry(&s, &len)) != NULL) {
+  while ((e = redcoll__tcp_next_entry(&s, &len)) != NULL) {
     if (n >= t->size) {
       n++;
       break;
@@ -599,7 +206,6 @@ static socklen_t addr_len(const redcoll__tcp_addr *a) {
   return a->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
 }
 
-/* Connects to addr, retrying with backoff while nobody listens there. */
 /* Connects to addr, retrying while nothing listens there yet, until the
  * deadline; *last gets the last attempt's error (ECONNREFUSED: nothing
  * listened), so that a timeout can say what it was waiting for. */
@@ -665,8 +271,6 @@ static uint32_t table_cpus(const redcoll__tcp *t) {
   return n > 0 && n < 1 << 30 ? (uint32_t)n : 0;
 }
 
-/* Rank 0: collect every rank's address, then send everyone the table and
- * the job id (cfg_job, the configured one, or a random one). */
 /* ---- the rendezvous server (rank 0) ------------------------------------------- */
 
 #define REG_LEN (REDCOLL__TCP_HDR + REDCOLL__TCP_ADDR_WIRE + 8)
@@ -784,6 +388,8 @@ static int gather_registrations(redcoll__tcp *t, int lfd, const char *ma, uint64
   return rc;
 }
 
+/* Rank 0: collect every rank's address, then send everyone the table and
+ * the job id (cfg_job, the configured one, or a random one). */
 static int master_serve(redcoll__tcp *t, const redcoll__tcp_addr *maddr, uint64_t cfg_job,
                         int64_t deadline) {
   char ma[64];

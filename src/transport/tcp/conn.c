@@ -1,0 +1,130 @@
+/* One connection: making it, closing it, stopping its reading, writing a
+ * control frame on it (BYE, ABORT, a step of the set-up), refusing it and
+ * closing it on a protocol error.  What its reads mean is in recv.c. */
+#include <stdlib.h>
+
+#include "conn.h"
+#include "failure.h"
+
+static void on_conn_closed(uv_handle_t *h) {
+  redcoll__tcp_conn *c = h->data;
+  c->prev->next = c->next;
+  c->next->prev = c->prev;
+  free(c->rb);
+  free(c);
+}
+
+void redcoll__tcp_conn_close(redcoll__tcp_conn *c) {
+  if (c->closing) return;
+  c->closing = 1;
+  if (c->peer >= 0) {
+    redcoll__tcp_peer *p = &c->t->peers[c->peer];
+    if (p->out == c) p->out = NULL;
+    if (p->in == c) p->in = NULL;
+  }
+  uv_close((uv_handle_t *)&c->h, on_conn_closed);
+}
+
+redcoll__tcp_conn *redcoll__tcp_conn_new(redcoll__tcp *t, int peer, int out) {
+  redcoll__tcp_conn *c = calloc(1, sizeof *c);
+  if (c == NULL) return NULL;
+  if (uv_tcp_init(&t->loop, &c->h) != 0) {
+    free(c);
+    return NULL;
+  }
+  c->t = t;
+  c->peer = peer;
+  c->claimed = -1;
+  c->out = out;
+  c->h.data = c;
+  c->next = &t->conns;
+  c->prev = t->conns.prev;
+  t->conns.prev->next = c;
+  t->conns.prev = c;
+  return c;
+}
+
+void redcoll__tcp_conn_read_stop(redcoll__tcp_conn *c) {
+  if (!c->reading) return;
+  uv_read_stop((uv_stream_t *)&c->h);
+  c->reading = 0;
+}
+
+/* ---- control frames ------------------------------------------------------ */
+
+typedef struct ctl_write {
+  uv_write_t req;
+  redcoll__tcp *t;
+  redcoll__tcp_conn *close_after; /* closed once the frame is out */
+  unsigned char hdr[REDCOLL__TCP_HDR + REDCOLL__AUTH_NONCE + REDCOLL__AUTH_MAC];
+} ctl_write;
+
+static void on_ctl_written(uv_write_t *req, int status) {
+  ctl_write *w = (ctl_write *)req;
+  (void)status;
+  w->t->ctl_pending--;
+  if (w->close_after != NULL) redcoll__tcp_conn_close(w->close_after);
+  free(w);
+}
+
+/* Writes a frame (n bytes of frame, header and payload, at most
+ * sizeof hdr); with close, closes c once it is out. */
+void redcoll__tcp_ctl_write_bytes(redcoll__tcp_conn *c, const unsigned char *frame, size_t n,
+                                  int close) {
+  if (c->closing) return;
+  ctl_write *w = malloc(sizeof *w);
+  if (w == NULL || n > sizeof w->hdr) { /* best effort: the peer will see the close instead */
+    free(w);
+    if (close) redcoll__tcp_conn_close(c);
+    return;
+  }
+  w->t = c->t;
+  w->close_after = close ? c : NULL;
+  memcpy(w->hdr, frame, n);
+  uv_buf_t b = uv_buf_init((char *)w->hdr, (unsigned)n);
+  if (uv_write(&w->req, (uv_stream_t *)&c->h, &b, 1, on_ctl_written) != 0) {
+    free(w);
+    if (close) redcoll__tcp_conn_close(c);
+    return;
+  }
+  c->t->ctl_pending++;
+}
+
+static void ctl_write_frame(redcoll__tcp_conn *c, unsigned type, uint64_t tag, int close) {
+  unsigned char h[REDCOLL__TCP_HDR];
+  redcoll__tcp_encode(h, type, tag, 0);
+  redcoll__tcp_ctl_write_bytes(c, h, sizeof h, close);
+}
+
+void redcoll__tcp_ctl_send(redcoll__tcp_conn *c, unsigned type, uint64_t tag) {
+  ctl_write_frame(c, type, tag, 0);
+}
+
+/* Refuses a connection in its set-up: tells the other side (an AUTH frame
+ * of step 0, so that a rank of this job can say why) and closes it. */
+void redcoll__tcp_conn_refuse(redcoll__tcp_conn *c) {
+  if (c->closing || c->refused) return;
+  c->refused = 1;
+  redcoll__tcp_conn_read_stop(c);
+  if (c->peer >= 0 && !c->out) {
+    redcoll__tcp_peer *p = &c->t->peers[c->peer];
+    if (p->in == c) p->in = NULL;
+    c->peer = -1;
+  }
+  ctl_write_frame(c, REDCOLL__FR_AUTH, REDCOLL__AUTH_REFUSED, 1);
+}
+
+void redcoll__tcp_conn_proto(redcoll__tcp_conn *c, const char *what) {
+  redcoll__tcp *t = c->t;
+  if (c->peer < 0) {
+    /* An unidentified client: not one of ours.  Drop it quietly. */
+    redcoll__log(1, "tcp rank %d: dropped a connection: %s", t->rank, what);
+    redcoll__tcp_conn_close(c);
+    return;
+  }
+  int q = c->peer;
+  redcoll__tcp_conn_close(c);
+  redcoll__tcp_peer_fail(t, q, REDCOLL_EPROTO, DIR_BOTH);
+  redcoll__tcp_set_fatal(t, REDCOLL_EPROTO, "protocol error on the connection %s rank %d: %s",
+                         c->out ? "to" : "from", q, what);
+}

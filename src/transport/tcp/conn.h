@@ -1,0 +1,26 @@
+/* One connection: new, close, control frames, refusal (conn.c). */
+#ifndef REDCOLL_TCP_CONN_H
+#define REDCOLL_TCP_CONN_H
+
+#include "tcp_int.h"
+
+/* A connection to or from peer (-1: not known yet), in t's list. */
+redcoll__tcp_conn *redcoll__tcp_conn_new(redcoll__tcp *t, int peer, int out);
+/* Closes c (once) and takes it off its peer; freed by libuv's close. */
+void redcoll__tcp_conn_close(redcoll__tcp_conn *c);
+void redcoll__tcp_conn_read_stop(redcoll__tcp_conn *c);
+/* Writes a frame (n bytes of frame, header and payload, at most
+ * REDCOLL__TCP_HDR + REDCOLL__AUTH_NONCE + REDCOLL__AUTH_MAC); with close,
+ * closes c once it is out. */
+void redcoll__tcp_ctl_write_bytes(redcoll__tcp_conn *c, const unsigned char *frame, size_t n,
+                                  int close);
+/* Writes a frame without payload (BYE, ABORT). */
+void redcoll__tcp_ctl_send(redcoll__tcp_conn *c, unsigned type, uint64_t tag);
+/* Refuses a connection in its set-up: an AUTH frame of step 0, then the
+ * close. */
+void redcoll__tcp_conn_refuse(redcoll__tcp_conn *c);
+/* A protocol error on c: an unidentified one is dropped, an identified one
+ * breaks the communicator. */
+void redcoll__tcp_conn_proto(redcoll__tcp_conn *c, const char *what);
+
+#endif /* REDCOLL_TCP_CONN_H */

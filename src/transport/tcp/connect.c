@@ -1,0 +1,136 @@
+/* Making connections: this rank's connection to a peer (its HELLO, with
+ * the first step of the authentication), the retries while the peer is not
+ * listening yet, and accepting a peer's connection. */
+#include "auth.h"
+#include "conn.h"
+#include "connect.h"
+#include "failure.h"
+#include "recv.h"
+#include "send.h"
+
+static void on_hello_written(uv_write_t *req, int status) {
+  redcoll__tcp_conn *c = req->data;
+  (void)status; /* a failure shows up on the read side as well */
+  c->t->ctl_pending--;
+}
+
+static void on_retry(uv_timer_t *tm) {
+  redcoll__tcp_peer *p = tm->data;
+  redcoll__tcp *t = uv_handle_get_loop((uv_handle_t *)tm)->data;
+  p->retry_active = 0;
+  int q = (int)(p - t->peers);
+  if (p->out == NULL && p->err_send == REDCOLL_OK && p->tx != NULL)
+    redcoll__tcp_peer_connect(t, q, 0);
+}
+
+static void on_connect(uv_connect_t *req, int status) {
+  redcoll__tcp_conn *c = req->data;
+  redcoll__tcp *t = c->t;
+  int q = c->peer;
+  redcoll__tcp_peer *p = &t->peers[q];
+  t->connects_pending--;
+  if (c->closing) return;
+  char a[64];
+  if (status != 0) {
+    /* A peer that said goodbye is gone for good; any other may not be
+     * listening yet. */
+    int retryable = !p->said_bye && (status == UV_ECONNREFUSED || status == UV_ETIMEDOUT ||
+                                     status == UV_ECONNRESET || status == UV_EAGAIN ||
+                                     status == UV_ECONNABORTED);
+    int for_abort = c->abort_after_hello;
+    redcoll__tcp_conn_close(c);
+    if (for_abort) return;
+    if (!retryable) {
+      redcoll__tcp_peer_fail(t, q, REDCOLL_ETRANSPORT, DIR_SEND);
+      redcoll__tcp_set_fatal(t, REDCOLL_ETRANSPORT, "cannot connect to rank %d at %s: %s", q,
+                             redcoll__tcp_peer_addr(t, q, a, sizeof a), uv_strerror(status));
+      return;
+    }
+    /* Not listening yet: try again a little later, backing off up to a
+     * quarter second.  The call's timer bounds the whole wait. */
+    redcoll__log(3, "tcp rank %d: rank %d at %s: %s, retrying in %u ms", t->rank, q,
+                 redcoll__tcp_peer_addr(t, q, a, sizeof a), uv_strerror(status), p->backoff_ms);
+    if (!p->retry_init) {
+      uv_timer_init(&t->loop, &p->retry);
+      p->retry.data = p;
+      p->retry_init = 1;
+    }
+    uv_timer_start(&p->retry, on_retry, p->backoff_ms, 0);
+    p->retry_active = 1;
+    p->backoff_ms = p->backoff_ms * 2 > 250 ? 250 : p->backoff_ms * 2;
+    return;
+  }
+  uv_tcp_nodelay(&c->h, 1);
+  redcoll__tcp_encode(c->hello, REDCOLL__FR_HELLO, (uint64_t)t->rank | (uint64_t)t->size << 32,
+                      REDCOLL__TCP_HELLO_LEN);
+  redcoll__tcp_put_le(c->hello + REDCOLL__TCP_HDR, t->job, 8);
+  size_t hn = REDCOLL__TCP_HDR + REDCOLL__TCP_HELLO_LEN;
+  if (t->auth) {
+    /* Ready once the peer has answered the challenge (redcoll__tcp_auth_arrived). */
+    redcoll__tcp_auth_nonce(c->nonce_mine);
+    redcoll__tcp_encode(c->hello + hn, REDCOLL__FR_AUTH, REDCOLL__AUTH_C1, REDCOLL__AUTH_NONCE);
+    memcpy(c->hello + hn + REDCOLL__TCP_HDR, c->nonce_mine, REDCOLL__AUTH_NONCE);
+    hn += REDCOLL__TCP_HDR + REDCOLL__AUTH_NONCE;
+    c->auth_step = REDCOLL__AUTH_S2;
+  } else {
+    c->ready = 1;
+  }
+  uv_buf_t b = uv_buf_init((char *)c->hello, (unsigned)hn);
+  c->hello_req.data = c;
+  int r = uv_write(&c->hello_req, (uv_stream_t *)&c->h, &b, 1, on_hello_written);
+  if (r != 0) {
+    redcoll__tcp_conn_lost(c, r);
+    return;
+  }
+  t->ctl_pending++;
+  /* Reading an outgoing connection only ever yields the authentication,
+   * BYE, ABORT or the end. */
+  redcoll__tcp_conn_read_start(c);
+  if (!t->auth) redcoll__tcp_out_ready(c);
+}
+
+/* Connects to rank q: the data connection (for_abort 0, 1 when it is made
+ * only to carry this rank's ABORT), or (control 1) an extra connection for
+ * the ABORT alone, beside a data connection that may be blocked. */
+void redcoll__tcp_connect_to(redcoll__tcp *t, int q, int for_abort, int control) {
+  redcoll__tcp_peer *p = &t->peers[q];
+  char a[64];
+  redcoll__tcp_conn *c = redcoll__tcp_conn_new(t, q, 1);
+  if (c == NULL) {
+    if (!for_abort)
+      redcoll__tcp_set_fatal(t, REDCOLL_ENOMEM, "no memory for a connection to rank %d", q);
+    return;
+  }
+  c->abort_after_hello = for_abort;
+  c->creq.data = c;
+  int r = uv_tcp_connect(&c->creq, &c->h, (const struct sockaddr *)&p->addr, on_connect);
+  if (r != 0) {
+    redcoll__tcp_conn_close(c);
+    if (!for_abort)
+      redcoll__tcp_set_fatal(t, REDCOLL_ETRANSPORT, "cannot connect to rank %d at %s: %s", q,
+                             redcoll__tcp_peer_addr(t, q, a, sizeof a), uv_strerror(r));
+    return;
+  }
+  t->connects_pending++;
+  if (!control) p->out = c;
+}
+
+void redcoll__tcp_peer_connect(redcoll__tcp *t, int q, int for_abort) {
+  redcoll__tcp_connect_to(t, q, for_abort, 0);
+}
+
+void redcoll__tcp_on_accept(uv_stream_t *server, int status) {
+  redcoll__tcp *t = server->data;
+  if (status != 0) {
+    redcoll__log(1, "tcp rank %d: accept failed: %s", t->rank, uv_strerror(status));
+    return;
+  }
+  redcoll__tcp_conn *c = redcoll__tcp_conn_new(t, -1, 0);
+  if (c == NULL) return;
+  if (uv_accept(server, (uv_stream_t *)&c->h) != 0) {
+    redcoll__tcp_conn_close(c);
+    return;
+  }
+  uv_tcp_nodelay(&c->h, 1);
+  redcoll__tcp_conn_read_start(c);
+}

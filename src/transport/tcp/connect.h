@@ -1,0 +1,16 @@
+/* Making and accepting connections (connect.c). */
+#ifndef REDCOLL_TCP_CONNECT_H
+#define REDCOLL_TCP_CONNECT_H
+
+#include "tcp_int.h"
+
+/* Connects to rank q: the data connection (for_abort 0, 1 when it is made
+ * only to carry this rank's ABORT), or (control 1) an extra connection for
+ * the ABORT alone, beside a data connection that may be blocked. */
+void redcoll__tcp_connect_to(redcoll__tcp *t, int q, int for_abort, int control);
+/* The data connection to rank q: redcoll__tcp_connect_to(t, q, for_abort, 0). */
+void redcoll__tcp_peer_connect(redcoll__tcp *t, int q, int for_abort);
+/* The listener's connection callback (tcp.c hands it to the bootstrap). */
+void redcoll__tcp_on_accept(uv_stream_t *server, int status);
+
+#endif /* REDCOLL_TCP_CONNECT_H */

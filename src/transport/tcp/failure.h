@@ -1,0 +1,18 @@
+/* Failures of the communicator and of a peer (failure.c). */
+#ifndef REDCOLL_TCP_FAILURE_H
+#define REDCOLL_TCP_FAILURE_H
+
+#include "tcp_int.h"
+
+/* Peer q's address as text, into buf. */
+const char *redcoll__tcp_peer_addr(redcoll__tcp *t, int q, char *buf, size_t len);
+/* Breaks every call of this rank with status; the first reason is logged
+ * (a peer's abort takes precedence over a closed connection). */
+void redcoll__tcp_set_fatal(redcoll__tcp *t, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Makes one direction (or both) of peer q unusable: pending and later
+ * operations that need it fail. */
+enum { DIR_SEND = 1, DIR_RECV = 2, DIR_BOTH = 3 };
+void redcoll__tcp_peer_fail(redcoll__tcp *t, int q, int status, int dirs);
+
+#endif /* REDCOLL_TCP_FAILURE_H */

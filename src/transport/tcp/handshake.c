@@ -1,0 +1,162 @@
+/* The set-up of a connection after HELLO: the job id of an incoming HELLO,
+ * the steps of the authentication on either side, and the rank an incoming
+ * connection then belongs to; a failed set-up of this rank's own
+ * connection. */
+#include "auth.h"
+#include "conn.h"
+#include "failure.h"
+#include "handshake.h"
+#include "send.h"
+
+/* The set-up of this rank's connection to q failed: sending to q is over
+ * and the communicator is broken, with the reason `why`. */
+void redcoll__tcp_auth_fail(redcoll__tcp *t, int q, const char *why) {
+  char a[64];
+  if (t->auth_failed_with < 0) t->auth_failed_with = q;
+  redcoll__tcp_peer_fail(t, q, REDCOLL_EPROTO, DIR_SEND);
+  redcoll__tcp_set_fatal(t, REDCOLL_EPROTO, "rank %d (%s) %s", q,
+                         redcoll__tcp_peer_addr(t, q, a, sizeof a), why);
+}
+
+/* The incoming connection c has proved to be rank q's (HELLO of this job,
+ * and the secret if there is one).  Its first is the data connection; a
+ * second one is a control connection, opened by a rank that aborts while
+ * its data connection may be blocked behind data this rank has not asked
+ * for yet: it carries the ABORT (and BYE), never data. */
+static void accept_peer(redcoll__tcp_conn *c, int q) {
+  redcoll__tcp *t = c->t;
+  redcoll__tcp_peer *p = &t->peers[q];
+  c->peer = q;
+  c->ready = 1;
+  if (p->in != NULL) {
+    c->ctl_only = 1;
+    redcoll__log(3, "tcp rank %d: rank %d opened a control connection", t->rank, q);
+    return;
+  }
+  p->in = c;
+  redcoll__log(3, "tcp rank %d: rank %d connected%s", t->rank, q, t->auth ? " and authenticated" : "");
+}
+
+/* The payload of an authentication frame has been read into c->abuf. */
+void redcoll__tcp_auth_arrived(redcoll__tcp_conn *c) {
+  redcoll__tcp *t = c->t;
+  unsigned char mac[REDCOLL__AUTH_MAC];
+  unsigned char fr[REDCOLL__TCP_HDR + REDCOLL__AUTH_NONCE + REDCOLL__AUTH_MAC];
+  switch (c->astep) {
+  case REDCOLL__AUTH_C1: { /* server: answer the challenge, challenge back */
+    memcpy(c->nonce_peer, c->abuf, REDCOLL__AUTH_NONCE);
+    redcoll__tcp_auth_nonce(c->nonce_mine);
+    redcoll__tcp_encode(fr, REDCOLL__FR_AUTH, REDCOLL__AUTH_S2,
+                        REDCOLL__AUTH_NONCE + REDCOLL__AUTH_MAC);
+    memcpy(fr + REDCOLL__TCP_HDR, c->nonce_mine, REDCOLL__AUTH_NONCE);
+    redcoll__tcp_auth_mac(t, fr + REDCOLL__TCP_HDR + REDCOLL__AUTH_NONCE, 'S', c->nonce_peer,
+                          c->nonce_mine, c->claimed, t->rank);
+    c->auth_step = REDCOLL__AUTH_C3;
+    redcoll__tcp_ctl_write_bytes(c, fr, sizeof fr, 0);
+    return;
+  }
+  case REDCOLL__AUTH_S2: { /* client: check the server, answer its challenge */
+    int q = c->peer;
+    memcpy(c->nonce_peer, c->abuf, REDCOLL__AUTH_NONCE);
+    redcoll__tcp_auth_mac(t, mac, 'S', c->nonce_mine, c->nonce_peer, t->rank, q);
+    if (!redcoll__tcp_auth_equal(mac, c->abuf + REDCOLL__AUTH_NONCE)) {
+      int for_abort = c->abort_after_hello;
+      redcoll__tcp_conn_refuse(c);
+      if (!for_abort)
+        redcoll__tcp_auth_fail(
+            t, q, "failed authentication: its answer does not match this rank's secret");
+      return;
+    }
+    redcoll__tcp_encode(fr, REDCOLL__FR_AUTH, REDCOLL__AUTH_C3, REDCOLL__AUTH_MAC);
+    redcoll__tcp_auth_mac(t, fr + REDCOLL__TCP_HDR, 'C', c->nonce_mine, c->nonce_peer, t->rank, q);
+    redcoll__tcp_ctl_write_bytes(c, fr, REDCOLL__TCP_HDR + REDCOLL__AUTH_MAC, 0);
+    c->auth_step = 0;
+    redcoll__tcp_out_ready(c);
+    return;
+  }
+  case REDCOLL__AUTH_C3: { /* server: check the client; it is rank q now */
+    int q = c->claimed;
+    redcoll__tcp_auth_mac(t, mac, 'C', c->nonce_peer, c->nonce_mine, q, t->rank);
+    if (!redcoll__tcp_auth_equal(mac, c->abuf)) {
+      redcoll__log(0,
+                   "tcp rank %d: refused a connection claiming to be rank %d: authentication "
+                   "failed (another secret?)",
+                   t->rank, q);
+      redcoll__tcp_conn_refuse(c);
+      return;
+    }
+    c->auth_step = 0;
+    accept_peer(c, q);
+    return;
+  }
+  default:
+    redcoll__tcp_conn_proto(c, "unexpected authentication step");
+  }
+}
+
+/* The payload of a HELLO that claimed to be rank c->claimed has been read
+ * into c->abuf: the job id. */
+void redcoll__tcp_hello_arrived(redcoll__tcp_conn *c) {
+  redcoll__tcp *t = c->t;
+  int q = c->claimed;
+  uint64_t job = redcoll__tcp_get_le(c->abuf, 8);
+  if (job != t->job) {
+    redcoll__log(1,
+                 "tcp rank %d: dropped a connection claiming to be rank %d: HELLO from another "
+                 "job (job id %016llx, this job's is %016llx)",
+                 t->rank, q, (unsigned long long)job, (unsigned long long)t->job);
+    redcoll__tcp_conn_close(c);
+    return;
+  }
+  if (t->auth) {
+    /* Identified only once it has proved it knows the secret. */
+    c->auth_step = REDCOLL__AUTH_C1;
+    return;
+  }
+  accept_peer(c, q);
+}
+
+/* An AUTH frame header. */
+void redcoll__tcp_auth_frame(redcoll__tcp_conn *c, const redcoll__tcp_frame *f) {
+  redcoll__tcp *t = c->t;
+  if (f->tag == REDCOLL__AUTH_REFUSED && f->len == 0) {
+    if (!c->out || c->peer < 0) {
+      redcoll__tcp_conn_close(c);
+      return;
+    }
+    int q = c->peer;
+    int for_abort = c->abort_after_hello;
+    redcoll__tcp_conn_close(c);
+    if (for_abort) return;
+    redcoll__tcp_auth_fail(
+        t, q,
+        t->auth ? "refused this rank's authentication (has it the same secret?)"
+                : "refused this rank: it requires authentication and this rank has no "
+                  "secret (REDCOLL_SECRET)");
+    return;
+  }
+  int want = redcoll__tcp_auth_len(f->tag);
+  if (want < 0 || f->len != (uint64_t)want)
+    return redcoll__tcp_conn_proto(c, "malformed authentication frame");
+  if (!t->auth) {
+    if (c->out || c->peer < 0) return redcoll__tcp_conn_proto(c, "unexpected authentication frame");
+    int q = c->peer;
+    redcoll__tcp_conn_refuse(c);
+    redcoll__tcp_set_fatal(
+        t, REDCOLL_EPROTO,
+        "rank %d wants to authenticate (it has a secret) and this rank has no secret "
+        "(REDCOLL_SECRET)",
+        q);
+    return;
+  }
+  if (f->tag != (uint64_t)c->auth_step || c->auth_step == 0) {
+    if (c->out) return redcoll__tcp_conn_proto(c, "unexpected authentication step");
+    redcoll__log(0, "tcp rank %d: refused a connection: authentication step %llu out of order",
+                 t->rank, (unsigned long long)f->tag);
+    redcoll__tcp_conn_refuse(c);
+    return;
+  }
+  c->astep = (unsigned)f->tag;
+  c->aneed = (size_t)want;
+  c->agot = 0;
+}

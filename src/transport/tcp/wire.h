@@ -1,0 +1,78 @@
+/* The wire format of the TCP transport (wire.c): the frame header, the
+ * frame types, the set-up's payloads and the authentication steps, and the
+ * pure functions that write and check them. */
+#ifndef REDCOLL_TCP_WIRE_H
+#define REDCOLL_TCP_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define REDCOLL__TCP_MAGIC 0x4c434452u /* "RDCL" little-endian */
+#define REDCOLL__TCP_VERSION 3
+#define REDCOLL__TCP_HDR 24
+/* An address in the rendezvous: family (u16: 4 or 6), port (u16), 16 bytes
+ * of address (IPv4 in the first 4). */
+#define REDCOLL__TCP_ADDR_WIRE 20
+
+enum {
+  REDCOLL__FR_DATA = 1,  /* tag: the message tag; len: payload bytes */
+  REDCOLL__FR_HELLO = 2, /* first frame of a connection; tag: rank | size << 32;
+                          * len: HELLO_LEN, the job id (u64) */
+  REDCOLL__FR_BYE = 3,   /* the sender is closing normally; len 0; tag 1 if it
+                          * has a connection to the receiver that may still
+                          * carry data (it ends with a BYE of its own), else 0 */
+  REDCOLL__FR_ABORT = 4, /* the sender gave up; len 0; tag: its status (low 32
+                          * bits), a reason (bits 32..39: 1 = authentication
+                          * with rank (bits 40..63) failed) */
+  REDCOLL__FR_REG = 5,   /* rendezvous: tag: rank | size << 32; len: ADDR_WIRE + 8:
+                          * the address, the configured job id (0: none) */
+  REDCOLL__FR_TABLE = 6, /* rendezvous: tag: size; len: TABLE_HEAD + size *
+                          * ADDR_WIRE: the job's id (u64), the host's CPUs
+                          * (u32: rank 0's online CPUs when every address is
+                          * on one host, else 0), every rank's address */
+  REDCOLL__FR_AUTH = 7,  /* authentication (a shared secret): tag: the step,
+                          * len: its payload (REDCOLL__AUTH_*) */
+};
+
+/* The part of a TABLE's payload before the addresses. */
+#define REDCOLL__TCP_TABLE_HEAD 12
+/* The payload of a HELLO: the job id, u64 little-endian. */
+#define REDCOLL__TCP_HELLO_LEN 8
+
+/* The challenge-response after HELLO when the job has a secret; the
+ * connecting rank is the client C, the accepting one the server S:
+ *   1  C -> S  nonce_C                                   (32 bytes)
+ *   2  S -> C  nonce_S, HMAC(k, "S" nonce_C nonce_S C S size)  (64 bytes)
+ *   3  C -> S  HMAC(k, "C" nonce_C nonce_S C S size)     (32 bytes)
+ *   0  either  refused: the connection closes after it   (no payload)
+ * k = SHA-256(secret), HMAC-SHA256; ranks and size as u32 little-endian. */
+#define REDCOLL__AUTH_NONCE 32
+#define REDCOLL__ASTEP_HELLO 0x100 /* reading a HELLO's payload, not an AUTH's */
+#define REDCOLL__AUTH_MAC 32
+enum { REDCOLL__AUTH_REFUSED = 0, REDCOLL__AUTH_C1 = 1, REDCOLL__AUTH_S2 = 2, REDCOLL__AUTH_C3 = 3 };
+
+/* The payload length step `step` must have; -1 for no such step. */
+int redcoll__tcp_auth_len(uint64_t step);
+/* Writes the n low bytes of v little-endian; reads them back. */
+void redcoll__tcp_put_le(unsigned char *p, uint64_t v, int n);
+uint64_t redcoll__tcp_get_le(const unsigned char *p, int n);
+/* 64-bit FNV-1a of n bytes, continuing from h (start with
+ * REDCOLL__TCP_FNV_INIT): the digest a job id is made from. */
+#define REDCOLL__TCP_FNV_INIT 0xcbf29ce484222325ull
+uint64_t redcoll__tcp_fnv1a(uint64_t h, const void *p, size_t n);
+
+typedef struct redcoll__tcp_frame {
+  unsigned type;
+  uint64_t tag;
+  uint64_t len;
+} redcoll__tcp_frame;
+
+void redcoll__tcp_encode(unsigned char *out, unsigned type, uint64_t tag, uint64_t len);
+/* REDCOLL_EPROTO if magic, version, reserved bits or type are wrong. */
+int redcoll__tcp_decode(const unsigned char *in, redcoll__tcp_frame *f);
+/* The rank a HELLO frame header f received by `rank` of a job of `size`
+ * announces, or -1 with the reason in *why (another type, size, payload
+ * length or a bad rank).  Its payload, the job id, is compared after. */
+int redcoll__tcp_hello_check(const redcoll__tcp_frame *f, int rank, int size, const char **why);
+
+#endif /* REDCOLL_TCP_WIRE_H */
