@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The redcoll-sim command-line contract: one verified JSON line per p, the
-# exit status, identical traces for one seed, and a dot graph that renders.
+# exit status, identical traces for one seed, and a dot graph that renders;
+# lists and ranges of p and count, --algo all and lists, --format csv.
 set -u
 sim=$1
 tmp=$(mktemp -d)
@@ -28,6 +29,45 @@ for coll in gather scatter; do
   "$sim" --coll $coll --algo linear --p 1-9 --root all --count 3 --in-place >>"$tmp/g" || die "$coll linear"
   [ "$(grep -c '"ok":true' "$tmp/g")" -eq 171 ] || die "$coll: expected 171 ok lines, got $(grep -c '"ok":true' "$tmp/g")"
 done
+
+# Lists: a line for each p, then each count, then each algorithm; CSV has a
+# header and the same keys, the error column empty when ok.
+"$sim" --coll allreduce --algo linear,ring --p 3,5 --count 1-2 --format csv >"$tmp/csv" || die "csv exit status $?"
+cat >"$tmp/csv.want" <<'EOF'
+coll,algo,requested,p,count,dtype,op,root,in_place,bytes,ok,status,time,rounds,max_bytes_sent,max_bytes_recv,max_bytes_reduced,msgs,error
+allreduce,linear,linear,3,1,float64,sum,0,false,8,true,REDCOLL_OK,4,4,16,16,16,4,
+allreduce,ring,ring,3,1,float64,sum,0,false,8,true,REDCOLL_OK,4,4,16,16,16,12,
+allreduce,linear,linear,3,2,float64,sum,0,false,16,true,REDCOLL_OK,4,4,32,32,32,4,
+allreduce,ring,ring,3,2,float64,sum,0,false,16,true,REDCOLL_OK,4,4,24,24,16,12,
+allreduce,linear,linear,5,1,float64,sum,0,false,8,true,REDCOLL_OK,8,8,32,32,32,8,
+allreduce,ring,ring,5,1,float64,sum,0,false,8,true,REDCOLL_OK,8,8,16,32,32,40,
+allreduce,linear,linear,5,2,float64,sum,0,false,16,true,REDCOLL_OK,8,8,64,64,64,8,
+allreduce,ring,ring,5,2,float64,sum,0,false,16,true,REDCOLL_OK,8,8,32,40,32,40,
+EOF
+diff "$tmp/csv.want" "$tmp/csv" >&2 || die "--format csv with lists of p, count and algo"
+[ "$("$sim" --coll allreduce --algo linear --p 5 --count 2)" = '{"coll":"allreduce","algo":"linear","requested":"linear","p":5,"count":2,"dtype":"float64","op":"sum","root":0,"in_place":false,"bytes":16,"ok":true,"status":"REDCOLL_OK","time":8,"rounds":8,"max_bytes_sent":64,"max_bytes_recv":64,"max_bytes_reduced":64,"msgs":8}' ] \
+  || die "the JSON line of a run differs from its CSV row"
+# Geometric ranges with K suffixes, steps, and --algo all with its skips.
+pc=$("$sim" --coll allreduce --algo recursive_doubling --p 2-8:x2,11-17:+6 --count 8-1K:x8 |
+  grep -o '"p":[0-9]*,"count":[0-9]*' | tr '\n' ' ')
+[ "$pc" = '"p":2,"count":8 "p":2,"count":64 "p":2,"count":512 "p":4,"count":8 "p":4,"count":64 "p":4,"count":512 "p":8,"count":8 "p":8,"count":64 "p":8,"count":512 "p":11,"count":8 "p":11,"count":64 "p":11,"count":512 "p":17,"count":8 "p":17,"count":64 "p":17,"count":512 ' ] \
+  || die "ranges of p and count: $pc"
+algos() { "$sim" "$@" | grep -o '"requested":"[a-z0-9_]*"' | cut -d'"' -f4 | tr '\n' ' '; }
+a=$(algos --coll bcast --algo all --p 4 --count 2 --root 1)
+[ "$a" = "linear binary_tree circulant " ] || die "bcast --algo all: $a"
+a=$(algos --coll allreduce --algo auto,all,linear --p 5 --count 3 --op noncomm)
+[ "$a" = "auto linear binary_tree recursive_doubling halving_doubling binary_blocks elimination elimination_nonoverlap elimination_2to1 elimination_rings allgather_reduce ring_sequential " ] \
+  || die "--algo auto,all with noncomm skips the commutative-only ones, once each: $a"
+a=$(algos --coll allreduce --algo all --p 5 --count 3 --op sumrandom)
+case " $a" in *" circulant "*) die "--algo all with sumrandom keeps circulant (its ranks may differ)";; esac
+for bad in 3-2 1,,2 0-8:x2 1-8:+0 1-8:y2 5Q 2-; do
+  "$sim" --coll allreduce --algo linear --p 2 --count "$bad" >/dev/null 2>&1
+  [ $? -eq 2 ] || die "--count $bad must exit 2"
+done
+"$sim" --coll allreduce --algo linear --p 2 --count 1 --format xml >/dev/null 2>&1
+[ $? -eq 2 ] || die "--format xml must exit 2"
+"$sim" --coll allreduce --algo linear,ring --p 4 --count 1 --dot "$tmp/x.dot" >/dev/null 2>&1
+[ $? -eq 2 ] || die "--dot with two algorithms must exit 2"
 
 "$sim" --coll allreduce --algo nonexistent --p 4 --count 1 >/dev/null 2>&1
 [ $? -eq 2 ] || die "unknown algorithm must exit 2"

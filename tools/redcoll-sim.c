@@ -1,10 +1,12 @@
 /*
- * redcoll-sim: runs one collective under the simulator and prints one JSON
- * object per line (one line per p), with the result verified against a
+ * redcoll-sim: runs a collective under the simulator for every p, count,
+ * algorithm and root asked for, and prints one line per run (a JSON object,
+ * or a CSV row after a header), with the result verified against a
  * sequential reduction in rank order.  Exits 1 if any line is not ok, 2 on
  * a usage error.  See docs/simulator.md and `redcoll-sim --help`.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,13 +15,22 @@
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: redcoll-sim --coll C --algo A --p N|A-B --count N [options]\n"
+          "usage: redcoll-sim --coll C --algo A --p LIST --count LIST [options]\n"
           "  --coll     allreduce reduce reduce_scatter_block reduce_scatter allgather\n"
           "             allgatherv bcast gather scatter barrier\n"
-          "  --algo     an algorithm name (see docs/algorithms) or auto\n"
-          "  --p        number of ranks, or a range A-B (one line per p)\n"
+          "  --algo     an algorithm name (see docs/algorithms), auto, or all (every\n"
+          "             algorithm of the collective that applies: with --op noncomm\n"
+          "             not those that need a commutative operator, with --op\n"
+          "             sumrandom not those whose ranks may differ in the last bits);\n"
+          "             or a comma list of these (auto,all)\n"
+          "  --p        number of ranks: N, a range A-B, or a LIST (one line per p)\n"
           "  --count    the count argument of the collective (the per-rank block\n"
-          "             for reduce_scatter_block, allgather, gather and scatter)\n"
+          "             for reduce_scatter_block, allgather, gather and scatter):\n"
+          "             N or a LIST\n"
+          "             LIST: comma-separated items N, A-B (every value), A-B:+S\n"
+          "             (step S) or A-B:xF (times F); numbers may end in K, M or G\n"
+          "             (x 1024, 1024^2, 1024^3).  --p 2-16,32,64  --count 8-16M:x8\n"
+          "             Lines come for each p, then each count, algorithm and root.\n"
           "  --counts   c0,c1,...  per-rank blocks (reduce_scatter, allgatherv)\n"
           "  --dtype    int8 uint8 int16 uint16 int32 uint32 int64 uint64 f16 bf16\n"
           "             f32 f64 (also the long names float64, ...); default f64\n"
@@ -34,11 +45,16 @@ static void usage(FILE *f) {
           "             the algorithm it chose\n"
           "  --seed S   scheduler seed (default 1)\n"
           "  --eager BYTES  messages shorter than this are eager (default 0)\n"
+          "  --format json|csv  one JSON object per line (default), or a CSV header\n"
+          "             line and one row per run with the same keys (error empty\n"
+          "             when ok)\n"
           "  --trace FILE   append every message of every run to FILE\n"
-          "  --dot FILE     the communication graph of the run (a single p): nodes are\n"
-          "                 ranks, edges messages; render: dot -Tsvg FILE -o FILE.svg\n"
-          "  --dot-rounds FILE  the run as a rank x round picture (a single p): a row\n"
-          "                 per rank, a column per round, an arrow per message;\n"
+          "  --dot FILE     the communication graph of the run (one p, count and\n"
+          "                 algorithm): nodes are ranks, edges messages;\n"
+          "                 render: dot -Tsvg FILE -o FILE.svg\n"
+          "  --dot-rounds FILE  the run as a rank x round picture (one p, count\n"
+          "                 and algorithm): a row per rank, a column per round, an\n"
+          "                 arrow per message;\n"
           "                 render: neato -n2 -Tsvg FILE -o FILE.svg\n");
 }
 
@@ -76,6 +92,106 @@ static int parse_double(const char *s, double *v) {
   errno = 0;
   *v = strtod(s, &end);
   return errno || *end || *s == '\0' ? -1 : 0;
+}
+
+/* A list of values of --p or --count. */
+typedef struct value_list {
+  unsigned long long *v;
+  size_t n;
+} value_list;
+
+#define LIST_MAX 1000000 /* values in one list */
+
+static int list_add(value_list *l, unsigned long long v) {
+  if (l->n == LIST_MAX) return -1;
+  if ((l->n & (l->n - 1)) == 0) { /* 0, 1, 2, 4, ...: grow to twice */
+    unsigned long long *nv = realloc(l->v, (l->n ? 2 * l->n : 1) * sizeof *nv);
+    if (nv == NULL) return -1;
+    l->v = nv;
+  }
+  l->v[l->n++] = v;
+  return 0;
+}
+
+/* One number of a LIST, with an optional K, M or G; *s moves past it. */
+static int list_num(const char **s, unsigned long long *v) {
+  char *end;
+  if (**s < '0' || **s > '9') return -1;
+  errno = 0;
+  *v = strtoull(*s, &end, 0);
+  int shift = *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 0;
+  if (errno || *v > ULLONG_MAX >> shift) return -1;
+  *v <<= shift;
+  *s = end + (shift != 0);
+  return 0;
+}
+
+/* Parses a LIST (see usage) into l, replacing what it held: items N, A-B,
+ * A-B:+S and A-B:xF separated by commas.  Returns -1 if malformed. */
+static int parse_list(const char *s, value_list *l) {
+  l->n = 0;
+  for (;;) {
+    unsigned long long a, b, step = 1;
+    char how = '+';
+    if (list_num(&s, &a)) return -1;
+    b = a;
+    if (*s == '-' && (s++, list_num(&s, &b) || b < a)) return -1;
+    if (*s == ':') {
+      how = s[1];
+      s += how ? 2 : 1;
+      if ((how != '+' && how != 'x') || list_num(&s, &step) || step < (how == 'x' ? 2u : 1u) ||
+          (how == 'x' && a == 0))
+        return -1;
+    }
+    for (unsigned long long v = a;; v = how == 'x' ? v * step : v + step) {
+      if (list_add(l, v)) return -1;
+      if (how == 'x' ? v > b / step : b - v < step) break; /* the next would pass b */
+    }
+    if (*s == '\0') return 0;
+    if (*s++ != ',') return -1;
+  }
+}
+
+/* The keys of a line, in order; text values are quoted in JSON. */
+static const struct {
+  const char *key;
+  int text;
+} keys[] = {
+    {"coll", 1},   {"algo", 1},           {"requested", 1},      {"p", 0},
+    {"count", 0},  {"dtype", 1},          {"op", 1},             {"root", 0},
+    {"in_place", 0}, {"bytes", 0},        {"ok", 0},             {"status", 1},
+    {"time", 0},   {"rounds", 0},         {"max_bytes_sent", 0}, {"max_bytes_recv", 0},
+    {"max_bytes_reduced", 0}, {"msgs", 0}, {"error", 1},
+};
+#define NKEYS (sizeof keys / sizeof keys[0])
+
+/* A text value: JSON escapes " and \, CSV quotes the value if it holds a
+ * comma or a quote and doubles the quotes; both turn newlines into spaces. */
+static void put_text(const char *s, int csv) {
+  int quote = !csv || strpbrk(s, ",\"\n") != NULL;
+  if (quote) putchar('"');
+  for (; *s; s++) {
+    if (*s == '"' || (*s == '\\' && !csv)) putchar(csv ? '"' : '\\');
+    putchar(*s == '\n' ? ' ' : *s);
+  }
+  if (quote) putchar('"');
+}
+
+/* One line: val[i] is the value of keys[i]; NULL (the error of a run
+ * that is ok) is left out of JSON and empty in CSV. */
+static void put_line(const char *const *val, int csv) {
+  for (size_t i = 0; i < NKEYS; i++) {
+    const char *v = val[i] ? val[i] : "";
+    if (!csv && val[i] == NULL) continue;
+    if (csv) {
+      if (i) putchar(',');
+    } else {
+      printf("%s\"%s\":", i ? "," : "{", keys[i].key);
+    }
+    if (keys[i].text) put_text(v, csv);
+    else fputs(v, stdout);
+  }
+  puts(csv ? "" : "}");
 }
 
 static const char *op_name(check_op op) {
@@ -133,14 +249,56 @@ static int write_rounds(FILE *trace, const char *path, int p) {
   return fclose(f) == 0 ? 0 : -1;
 }
 
+/* Whether algorithm a of coll can run op: commutative-only algorithms
+ * refuse noncomm, and sumrandom asks for the same bits on every rank. */
+static int algo_applies(redcoll_coll coll, redcoll_algo a, check_op op) {
+  if (op == CHECK_OP_NONCOMM) return redcoll_algo_is_rank_ordered(coll, a);
+  if (op == CHECK_OP_SUM_RANDOM) return redcoll_algo_is_rank_identical(coll, a);
+  return 1;
+}
+
+/* Parses --algo's comma list into algos (each algorithm once, in the order
+ * named; all adds every algorithm of coll that applies to op).  Returns the
+ * number, or -1 (an unknown name, with a message) or -2 (one coll lacks). */
+static int parse_algos(const char *s, redcoll_coll coll, check_op op, redcoll_algo *algos) {
+  int n = 0, seen[REDCOLL_ALGO_COUNT] = {0};
+  char *copy = strdup(s), *save = NULL;
+  if (copy == NULL) return -1;
+  for (char *tok = strtok_r(copy, ",", &save); tok && n >= 0; tok = strtok_r(NULL, ",", &save)) {
+    redcoll_algo a;
+    int all = strcmp(tok, "all") == 0;
+    if (!all && redcoll_algo_parse(tok, &a) != REDCOLL_OK) {
+      fprintf(stderr, "redcoll-sim: bad value for --algo: %s\n", tok);
+      n = -1;
+    } else if (!all && !redcoll_algo_is_supported(coll, a)) {
+      fprintf(stderr, "redcoll-sim: %s has no algorithm %s\n", redcoll_coll_name(coll), tok);
+      n = -2;
+    }
+    for (int i = 0; n >= 0 && i < REDCOLL_ALGO_COUNT; i++) {
+      redcoll_algo b = (redcoll_algo)i;
+      int take = all ? b != REDCOLL_ALGO_AUTO && redcoll_algo_is_supported(coll, b) &&
+                           algo_applies(coll, b, op)
+                     : b == a;
+      if (take && !seen[i]) {
+        seen[i] = 1;
+        algos[n++] = b;
+      }
+    }
+  }
+  free(copy);
+  return n;
+}
+
 int main(int argc, char **argv) {
   check_case tc;
   check_case_init(&tc);
-  int have_coll = 0, have_algo = 0, have_p = 0, have_count = 0, all_roots = 0;
-  unsigned long long pa = 0, pb = 0, v;
-  const char *trace_path = NULL, *dot_path = NULL, *rounds_path = NULL, *model = NULL;
+  int have_coll = 0, have_p = 0, have_count = 0, all_roots = 0, csv = 0, root = 0;
+  unsigned long long v;
+  const char *algo_arg = NULL, *trace_path = NULL, *dot_path = NULL, *rounds_path = NULL,
+             *model = NULL;
   size_t *counts = NULL;
   int ncounts = 0;
+  value_list ps = {NULL, 0}, cnts = {NULL, 0};
 
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -162,28 +320,14 @@ int main(int argc, char **argv) {
       bad = redcoll_coll_parse(val, &tc.coll) != REDCOLL_OK;
       have_coll = 1;
     } else if (strcmp(a, "--algo") == 0) {
-      bad = redcoll_algo_parse(val, &tc.algo) != REDCOLL_OK;
-      have_algo = 1;
+      algo_arg = val;
     } else if (strcmp(a, "--p") == 0) {
-      const char *dash = strchr(val, '-');
-      if (dash) {
-        char lo[32];
-        size_t n = (size_t)(dash - val);
-        bad = n == 0 || n >= sizeof lo;
-        if (!bad) {
-          memcpy(lo, val, n);
-          lo[n] = '\0';
-          bad = parse_u64(lo, &pa) || parse_u64(dash + 1, &pb);
-        }
-      } else {
-        bad = parse_u64(val, &pa);
-        pb = pa;
-      }
-      bad = bad || pa < 1 || pb < pa || pb > 65536;
+      bad = parse_list(val, &ps);
+      for (size_t k = 0; !bad && k < ps.n; k++) bad = ps.v[k] < 1 || ps.v[k] > 65536;
       have_p = 1;
     } else if (strcmp(a, "--count") == 0) {
-      bad = parse_u64(val, &v);
-      tc.count = (size_t)v;
+      bad = parse_list(val, &cnts);
+      for (size_t k = 0; !bad && k < cnts.n; k++) bad = cnts.v[k] > SIZE_MAX;
       have_count = 1;
     } else if (strcmp(a, "--counts") == 0) {
       free(counts);
@@ -215,7 +359,8 @@ int main(int argc, char **argv) {
         all_roots = 1;
       } else {
         bad = parse_u64(val, &v) || v > 65535;
-        tc.root = (int)v;
+        root = (int)v;
+        all_roots = 0;
       }
     } else if (strcmp(a, "--threshold") == 0) {
       bad = parse_u64(val, &v) || v == 0;
@@ -234,6 +379,9 @@ int main(int argc, char **argv) {
     } else if (strcmp(a, "--eager") == 0) {
       bad = parse_u64(val, &v);
       tc.mock.eager_limit = (size_t)v;
+    } else if (strcmp(a, "--format") == 0) {
+      csv = strcmp(val, "csv") == 0;
+      bad = !csv && strcmp(val, "json") != 0;
     } else if (strcmp(a, "--trace") == 0) {
       trace_path = val;
     } else if (strcmp(a, "--dot") == 0) {
@@ -250,26 +398,25 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  if (!have_coll || !have_algo || !have_p || (!have_count && tc.coll != REDCOLL_COLL_BARRIER)) {
+  if (!have_coll || !algo_arg || !have_p || (!have_count && tc.coll != REDCOLL_COLL_BARRIER)) {
     fprintf(stderr, "redcoll-sim: --coll, --algo, --p and --count are required\n");
     usage(stderr);
     return 2;
   }
-  if (!redcoll_algo_is_supported(tc.coll, tc.algo)) {
-    fprintf(stderr, "redcoll-sim: %s has no algorithm %s\n", redcoll_coll_name(tc.coll),
-            redcoll_algo_name(tc.algo));
+  redcoll_algo algos[REDCOLL_ALGO_COUNT];
+  int nalgos = parse_algos(algo_arg, tc.coll, tc.op, algos);
+  if (nalgos < 0) return 2;
+  if (cnts.n == 0 && list_add(&cnts, 0)) return 2; /* barrier, or --counts alone */
+  if ((dot_path || rounds_path) && (ps.n != 1 || cnts.n != 1 || nalgos != 1)) {
+    fprintf(stderr, "redcoll-sim: --dot and --dot-rounds take a single p, count and algorithm\n");
     return 2;
   }
-  if ((dot_path || rounds_path) && pa != pb) {
-    fprintf(stderr, "redcoll-sim: --dot and --dot-rounds take a single p\n");
-    return 2;
-  }
-  if (counts && (unsigned long long)ncounts != pa) {
-    fprintf(stderr, "redcoll-sim: --counts needs exactly p entries\n");
-    return 2;
-  }
-  if (counts && pa != pb) {
+  if (counts && ps.n != 1) {
     fprintf(stderr, "redcoll-sim: --counts takes a single p\n");
+    return 2;
+  }
+  if (counts && (unsigned long long)ncounts != ps.v[0]) {
+    fprintf(stderr, "redcoll-sim: --counts needs exactly p entries\n");
     return 2;
   }
   tc.counts = counts;
@@ -303,55 +450,61 @@ int main(int argc, char **argv) {
   tc.mock.report = report;
   tc.mock.report_len = sizeof report;
 
+  if (csv) {
+    for (size_t k = 0; k < NKEYS; k++) printf("%s%s", k ? "," : "", keys[k].key);
+    putchar('\n');
+  }
   int all_ok = 1;
-  for (unsigned long long p = pa; p <= pb; p++) {
-    tc.p = (int)p;
-    int r0 = tc.root, r1 = tc.root;
-    if (all_roots) {
-      r0 = 0;
-      r1 = (int)p - 1;
-    } else if (tc.root >= (int)p) {
-      fprintf(stderr, "redcoll-sim: root %d out of range for p = %llu\n", tc.root, p);
+  for (size_t i = 0; i < ps.n; i++) {
+    unsigned long long p = ps.v[i];
+    int r0 = all_roots ? 0 : root, r1 = all_roots ? (int)p - 1 : root;
+    if (r1 >= (int)p) {
+      fprintf(stderr, "redcoll-sim: root %d out of range for p = %llu\n", root, p);
       all_ok = 0;
       continue;
     }
-    for (int root = r0; root <= r1; root++) {
-      check_result res;
-      tc.root = root;
-      report[0] = '\0';
-      check_run(&tc, &res);
-      if (!res.ok) all_ok = 0;
-      printf("{\"coll\":\"%s\",\"algo\":\"%s\",\"requested\":\"%s\",\"p\":%llu,\"count\":%zu,"
-             "\"dtype\":\"%s\",\"op\":\"%s\",\"root\":%d,\"in_place\":%s,\"bytes\":%zu,"
-             "\"ok\":%s,\"status\":\"%s\",\"time\":%.17g,\"rounds\":%llu,"
-             "\"max_bytes_sent\":%llu,\"max_bytes_recv\":%llu,\"max_bytes_reduced\":%llu,"
-             "\"msgs\":%llu",
-             redcoll_coll_name(tc.coll), redcoll_algo_name(res.algo), redcoll_algo_name(tc.algo),
-             p, tc.count,
-             tc.op == CHECK_OP_NONCOMM ? "custom" : tc.op == CHECK_OP_SUM_RANDOM ? "float64"
-                                                                                 : redcoll_dtype_name(tc.dtype),
-             op_name(tc.op), root, tc.in_place ? "true" : "false", res.bytes,
-             res.ok ? "true" : "false", redcoll_status_name(res.status), res.time,
-             (unsigned long long)res.rounds, (unsigned long long)res.max_bytes_sent,
-             (unsigned long long)res.max_bytes_recv, (unsigned long long)res.max_bytes_reduced,
-             (unsigned long long)res.msgs);
-      if (!res.ok) {
-        printf(",\"error\":\"");
-        for (const char *s = res.error; *s; s++) {
-          if (*s == '"' || *s == '\\') putchar('\\');
-          putchar(*s == '\n' ? ' ' : *s);
+    tc.p = (int)p;
+    for (size_t j = 0; j < cnts.n; j++) {
+      tc.count = (size_t)cnts.v[j];
+      for (int k = 0; k < nalgos; k++) {
+        tc.algo = algos[k];
+        for (tc.root = r0; tc.root <= r1; tc.root++) {
+          check_result res;
+          report[0] = '\0';
+          check_run(&tc, &res);
+          if (!res.ok) all_ok = 0;
+          char num[NKEYS][32];
+          snprintf(num[3], 32, "%llu", p);
+          snprintf(num[4], 32, "%zu", tc.count);
+          snprintf(num[7], 32, "%d", tc.root);
+          snprintf(num[9], 32, "%zu", res.bytes);
+          snprintf(num[12], 32, "%.17g", res.time);
+          snprintf(num[13], 32, "%llu", (unsigned long long)res.rounds);
+          snprintf(num[14], 32, "%llu", (unsigned long long)res.max_bytes_sent);
+          snprintf(num[15], 32, "%llu", (unsigned long long)res.max_bytes_recv);
+          snprintf(num[16], 32, "%llu", (unsigned long long)res.max_bytes_reduced);
+          snprintf(num[17], 32, "%llu", (unsigned long long)res.msgs);
+          const char *val[NKEYS] = {
+              redcoll_coll_name(tc.coll), redcoll_algo_name(res.algo),
+              redcoll_algo_name(tc.algo), num[3], num[4],
+              tc.op == CHECK_OP_NONCOMM       ? "custom"
+              : tc.op == CHECK_OP_SUM_RANDOM ? "float64"
+                                             : redcoll_dtype_name(tc.dtype),
+              op_name(tc.op), num[7], tc.in_place ? "true" : "false", num[9],
+              res.ok ? "true" : "false", redcoll_status_name(res.status), num[12], num[13],
+              num[14], num[15], num[16], num[17], res.ok ? NULL : res.error};
+          put_line(val, csv);
+          fflush(stdout);
+          if (!res.ok && report[0]) fprintf(stderr, "%s\n", report);
         }
-        printf("\"");
       }
-      printf("}\n");
-      fflush(stdout);
-      if (!res.ok && report[0]) fprintf(stderr, "%s\n", report);
     }
-    if (all_roots) tc.root = 0;
   }
-  if (rounds_path && write_rounds(trace, rounds_path, (int)pa) != 0) all_ok = 0;
+  if (rounds_path && write_rounds(trace, rounds_path, (int)ps.v[0]) != 0) all_ok = 0;
   if (trace) fclose(trace);
   if (dot) fclose(dot);
   free(counts);
+  free(ps.v);
+  free(cnts.v);
   return all_ok ? 0 : 1;
 }
