@@ -1,6 +1,6 @@
 /*
  * libFuzzer target: the accepting side of the TCP connection set-up, as
- * tcp.c parses it: a HELLO (redcoll__tcp_hello_check against a rank, size
+ * recv.c and handshake.c parse it: a HELLO (redcoll__tcp_hello_check against a rank, size
  * and job id taken from the input; its payload is the job id), then, as
  * with a secret, the client's
  * authentication steps (redcoll__tcp_auth_len) with their payloads read

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes the seed corpus of the fuzz targets (fuzz/corpus/<target>/) in the
-current wire format (src/transport/tcp/tcp_int.h).  Run it after a change of
+current wire format (src/transport/tcp/wire.h).  Run it after a change of
 the format: python3 fuzz/make_corpus.py.  Only the standard library."""
 import os
 import struct

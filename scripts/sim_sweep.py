@@ -403,7 +403,7 @@ docs/algorithms/rabenseifner.md.
         partner, 2r, the edges of the first binary block) with count 7 for
         p > N, and with sum also 1000 (in place) and 0 (p <= 16).
         ALGO may be a name or name:collective.  Where noncomm is not accepted
-        (ring) it must end in REDCOLL_ENOTSUP, never in a result.  Every
+        (ring) it must end in REDCOLL_ENOTSUP, never in a result, one rank included.  Every
         successful run must have run the requested algorithm."""
 
 RAB_ALGOS = [  # (algo, collective)
@@ -583,7 +583,7 @@ def rab_correct(rng, only, all_roots_upto):
         for op in ('noncomm', 'sum'):
             refuse = op == 'noncomm' and algo not in NONCOMM
             base = ['--coll', coll, '--algo', algo, '--op', op, '--eager', 0]
-            if refuse:  # must be refused (count > 0, p > 1), whatever the root
+            if refuse:  # must be refused (count > 0, one rank too), whatever the root
                 tasks.append((base + ['--p', '%d-%d' % (a, b), '--count', 7], True))
                 if coll == 'reduce' and a <= 16:
                     tasks.append((base + ['--p', '%d-%d' % (a, min(b, 16)), '--count', 7,
@@ -614,7 +614,8 @@ def rab_correct(rng, only, all_roots_upto):
             for d in lines:
                 runs += 1
                 trivial = d['p'] == 1 or d['count'] == 0
-                if refuse and not trivial:
+                if refuse and d['count'] > 0:
+                    # a forced algorithm that needs commutativity refuses on one rank as on many
                     good = d['status'] == 'REDCOLL_ENOTSUP'
                 else:
                     good = d['ok'] and d['status'] == 'REDCOLL_OK' and (trivial or d['algo'] == algo)

@@ -13,7 +13,7 @@
  * gather and scatter (circulant and linear) through the public API, every
  * root for small p; reduce as reduce_scatter + gather (circulant_rsag) with
  * its 2q rounds and volume; ENOTSUP for a non-commutative operator.  The
- * full sweeps (p = 2..1024, the guidelines) are in scripts/circulant_sweep.py.
+ * full sweeps (p = 2..1024, the guidelines) are in scripts/sim_sweep.py circulant.
  */
 #include <stdlib.h>
 

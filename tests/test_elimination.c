@@ -4,7 +4,7 @@
  * simulator: rounds, volume and work bounds of issue 3, and correctness for
  * non-commutative and float64 operators, every root of reduce, in place,
  * thresholds and eager limits.  The full 1..300 sweep of the bounds is
- * scripts/elimination_sweep.py.
+ * scripts/sim_sweep.py elimination.
  */
 #include "check.h"
 #include "algo/elimination/elimination.h"

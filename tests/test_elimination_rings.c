@@ -5,7 +5,7 @@
  * work of the halving stages, and correctness for non-commutative and
  * random float64 operators, every root of reduce for small p, thresholds
  * that halve everywhere, nowhere and in between, seeds and eager limits.
- * Every p of 1..130 with every root is scripts/elimination_sweep.py.
+ * Every p of 1..130 with every root is scripts/sim_sweep.py elimination.
  */
 #include "check.h"
 #include "algo/elimination/elimination.h"

@@ -10,7 +10,7 @@
  *     operator where accepted; the commutative-only ring must refuse it;
  *  3. costs: rounds (alpha=1), volume (beta=1) and reduction work (gamma=1)
  *     equal the paper's formulas on sampled p (the full sweep p = 2..130 is
- *     scripts/rabenseifner_sweep.py costs).
+ *     scripts/sim_sweep.py rabenseifner costs).
  */
 #include <math.h>
 

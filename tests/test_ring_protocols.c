@@ -6,7 +6,7 @@
  *  - correctness on the simulator for allreduce and reduce: p = 1..40 and a
  *    spread up to 130 with the non-commutative operator, every root of
  *    reduce up to p = 12 and first/second/middle/last roots beyond (every p
- *    and root of 1..130 is scripts/elimination_sweep.py), counts below, at and above p,
+ *    and root of 1..130 is scripts/sim_sweep.py elimination), counts below, at and above p,
  *    in place and not, float64 SUM, MAX and random float64 (bitwise equal);
  *  - exact costs: rounds, bytes sent, received and reduced, and the time
  *    under beta only, gamma only, and the alpha/beta/gamma of Table 1, equal
@@ -179,7 +179,7 @@ static void init(check_case *tc, redcoll_coll coll, redcoll_algo algo, int p, si
 
 /* p = 1..40 and a spread up to 130, non-commutative, count p + 1 (uneven
  * blocks), both colls.  Every p of 1..130 with every root is the sweep of
- * scripts/elimination_sweep.py (--only ok --roots all). */
+ * scripts/sim_sweep.py elimination (--only ok --roots all). */
 static const int spread[] = {47, 64, 65, 100, 129, 130};
 #define NSPREAD ((int)(sizeof spread / sizeof spread[0]))
 

@@ -298,7 +298,8 @@ int main(int argc, char **argv) {
              *model = NULL;
   size_t *counts = NULL;
   int ncounts = 0;
-  value_list ps = {NULL, 0}, cnts = {NULL, 0};
+  /* Static: the lists live until exit, error exits included. */
+  static value_list ps = {NULL, 0}, cnts = {NULL, 0};
 
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
