@@ -19,7 +19,7 @@ __attribute__((unused)) static int raw_call(redcoll_comm *c, int has_send, int d
     if (!has_send) return o->recv(c->impl, src, rtag, rbuf, rlen);
     return o->sendrecv(c->impl, dst, stag, sbuf, slen, src, rtag, rbuf, rlen);
   }
-  redcoll_transport_ctx ctx = {UINT64_MAX, 0, 0, 0};
+  redcoll_transport_ctx ctx = {UINT64_MAX, 0, 0};
   redcoll_transport_msg s = {dst, stag, (void *)sbuf, slen}, r = {src, rtag, rbuf, rlen};
   return o->exchange(c->impl, &ctx, has_send ? &s : NULL, has_recv ? &r : NULL);
 }

@@ -291,8 +291,9 @@ static void test_abort(void) {
         CHECK_INT(x.err[r], REDCOLL_EABORTED);
         CHECK_INT(st[r].status, REDCOLL_EABORTED);
       }
-      char want[64];
-      snprintf(want, sizeof want, "rank %d: aborted the run (REDCOLL_EABORTED)", x.aborter);
+      char want[96];
+      snprintf(want, sizeof want,
+               "rank %d: aborted the communicator on channel 0 (REDCOLL_EABORTED)", x.aborter);
       CHECK_MSG(strstr(rep, want) != NULL, "report: %s", rep);
     }
   }

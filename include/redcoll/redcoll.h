@@ -244,13 +244,61 @@ REDCOLL_API int redcoll_comm_error(const redcoll_comm *c);
 /* Gives up on the communicator: it is broken from now on (every later
  * collective returns REDCOLL_EABORTED, or the first error it had already
  * seen), and its transport tells every peer, whose collectives blocked now
- * or entered later on that group return REDCOLL_EABORTED promptly.  Call it
- * from the thread that uses the communicator, outside a collective.  A
+ * or entered later on that group return REDCOLL_EABORTED promptly.  Only
+ * this communicator is broken, not others over the same transport.  Call
+ * it from the thread that uses the communicator, outside a collective; on
+ * a transport with REDCOLL_TRANSPORT_CAP_THREADS (threads) also from any
+ * other thread, while a collective on it waits (it then returns
+ * REDCOLL_EABORTED on every rank).  A
  * communicator that is already broken has told its peers already; calling
  * again does nothing.  Returns REDCOLL_EINVAL for NULL, REDCOLL_ENOTSUP if
  * the transport has no abort (the communicator is still broken locally,
  * but the peers are not told), else REDCOLL_OK.  docs/reliability.md. */
 REDCOLL_API int redcoll_comm_abort(redcoll_comm *c);
+
+/* ---- communicators from communicators (docs/communicators.md) ---------- */
+/* A new communicator over the same transport object as c, with channels of
+ * its own there: its messages never meet those of c or of any other
+ * communicator, and its sequence numbers, algorithm choices, deadline,
+ * results mode and error state are its own (starting from the defaults and
+ * the environment, as redcoll_comm_create).  Any depth of nesting.  A
+ * child holds a reference on the transport: the communicators can be
+ * destroyed in any order, and the last one destroys the transport.  A
+ * failure or abort on one breaks only that one; a lost peer breaks every
+ * communicator that holds it, as each waits for it.  These need a
+ * transport with channels (REDCOLL_TRANSPORT_CAP_CHANNELS: the simulator
+ * and threads); on another they return REDCOLL_ENOTSUP.  On failure *out
+ * is NULL and c is as before unless the failure broke it (a lost peer). */
+
+/* The color of a rank that wants no communicator from redcoll_comm_split. */
+#define REDCOLL_UNDEFINED (-32766)
+
+/* A copy of c: same ranks, new channels.  Collective over c. */
+REDCOLL_API int redcoll_comm_dup(redcoll_comm *c, redcoll_comm **out);
+/* Collective over c: the ranks that give the same color (>= 0) form one
+ * communicator, ordered by key, then by rank in c; REDCOLL_UNDEFINED gives
+ * *out = NULL.  REDCOLL_EINVAL for another negative color. */
+REDCOLL_API int redcoll_comm_split(redcoll_comm *c, int color, int key, redcoll_comm **out);
+/* Collective over the n members only, each passing the same list: ranks[i]
+ * (a rank of c) becomes rank i of the new communicator.  REDCOLL_EINVAL if
+ * the caller is not in the list, a rank is out of range or repeated. */
+REDCOLL_API int redcoll_comm_create_group(redcoll_comm *c, const int *ranks, int n,
+                                          redcoll_comm **out);
+
+/* ---- point-to-point (docs/communicators.md) ----------------------------- */
+/* Messages between two ranks of a communicator, in the order sent, with a
+ * user tag that the receive must name (another tag or length is
+ * REDCOLL_EMISMATCH, as in a collective), exact lengths (0 allowed), the
+ * communicator's deadline, and its statuses: a failure breaks it.  dst and
+ * src are ranks of c other than the caller's.  On a transport with
+ * channels they never meet the messages of collectives; on one without,
+ * they share one order with them between two ranks, so receive a message
+ * before the next collective that connects the same two ranks. */
+REDCOLL_API int redcoll_send(redcoll_comm *c, int dst, uint32_t tag, const void *buf, size_t len);
+REDCOLL_API int redcoll_recv(redcoll_comm *c, int src, uint32_t tag, void *buf, size_t len);
+/* Both at once, progressing together (dst and src may differ). */
+REDCOLL_API int redcoll_sendrecv(redcoll_comm *c, int dst, uint32_t stag, const void *sbuf,
+                                 size_t slen, int src, uint32_t rtag, void *rbuf, size_t rlen);
 
 /* Deadline of each collective: one that has not finished ms milliseconds
  * after it started on this rank returns REDCOLL_ETIMEDOUT (the

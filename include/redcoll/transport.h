@@ -11,9 +11,22 @@
  * cost model.  Structs of versions 1 and 2 are still accepted and driven
  * through their send, recv and sendrecv members.
  *
- * Threading: the core calls a transport from the one thread that is running
- * a collective on the communicator; members are never called concurrently
- * for the same impl.  Members must not call back into redcoll.
+ * Channels.  Several communicators can share one transport object
+ * (redcoll_comm_dup, redcoll_comm_split, redcoll_comm_create_group): each
+ * uses channels of its own, and every exchange names its channel in the
+ * context.  A transport that matches messages per (peer, channel) says so
+ * with REDCOLL_TRANSPORT_CAP_CHANNELS and has the members cancel and close;
+ * one that does not (versions 1 and 2, and version 3 without the bit)
+ * carries only channel 0, and dup, split and create_group on it return
+ * REDCOLL_ENOTSUP.
+ *
+ * Threading: without REDCOLL_TRANSPORT_CAP_THREADS the core calls a
+ * transport from one thread at a time for the same impl: the program must
+ * not run collectives on two communicators of one transport object at
+ * once.  With it, calls on different channels may come at the same time
+ * from different threads, and abort and cancel may come from any thread
+ * while another waits in exchange.  Members must not call back into
+ * redcoll.
  *
  * Errors: members return REDCOLL_OK or a negative redcoll status.  After any
  * error the core considers the communicator broken and calls no member but
@@ -46,12 +59,22 @@ typedef struct redcoll_transport_info {
   /* How many ranks share one CPU on the busiest host, the same number on
    * every rank (redcoll_comm_set_ranks_per_cpu); 0 or 1: none, or unknown. */
   double ranks_per_cpu;
-  /* Capabilities beyond the required members; no bits are defined yet:
-   * leave 0.  Later versions add bits (several channels over one transport
-   * object; posting and progress without blocking) together with the
-   * members that use them. */
+  /* Capabilities beyond the required members: REDCOLL_TRANSPORT_CAP_*
+   * bits, 0 for none. */
   unsigned caps;
 } redcoll_transport_info;
+
+/* Messages are matched per (peer, channel): a message of one channel never
+ * meets a receive of another, and one waiting unreceived on a channel does
+ * not hold up the others.  Needs the members cancel and close. */
+#define REDCOLL_TRANSPORT_CAP_CHANNELS 1u
+/* A communicator owns this many consecutive channels from a multiple of
+ * it (its collectives, its point-to-point messages, ...); cancel and close
+ * name the first and apply to all of them. */
+#define REDCOLL_TRANSPORT_CHANNEL_GROUP 4u
+/* Calls on different channels may run at once in different threads; abort
+ * and cancel may be called from any thread at any time. */
+#define REDCOLL_TRANSPORT_CAP_THREADS 2u
 
 /* The context of one exchange call (version 3). */
 typedef struct redcoll_transport_ctx {
@@ -64,10 +87,10 @@ typedef struct redcoll_transport_ctx {
    * communicator (the first is 1), the high 24 bits of which are also in
    * the tag; 0 for a call outside any collective.  For diagnostics. */
   uint64_t collective;
-  /* The channel the messages belong to; 0, the only channel today.
-   * Reserved for several communicators over one transport object. */
-  uint32_t channel;
-  uint32_t reserved; /* 0 */
+  /* The channel the messages belong to: 0 for the communicator made by
+   * redcoll_comm_create, other values for those made from it; always 0 on
+   * a transport without REDCOLL_TRANSPORT_CAP_CHANNELS. */
+  uint64_t channel;
 } redcoll_transport_ctx;
 
 /* One side of an exchange: the message to send to peer, or the message to
@@ -157,6 +180,19 @@ typedef struct redcoll_transport_ops {
    * REDCOLL_EDEADLOCK (simulator).  Required. */
   int (*exchange)(void *impl, const redcoll_transport_ctx *ctx, const redcoll_transport_msg *send,
                   const redcoll_transport_msg *recv);
+
+  /* With REDCOLL_TRANSPORT_CAP_CHANNELS (else NULL): abort for one
+   * communicator, the channel group that starts at `channel`.  Pending and
+   * later calls on its channels on every rank return REDCOLL_EABORTED;
+   * other channels go on.  Must not block for long. */
+  void (*cancel)(void *impl, uint64_t channel, int status);
+
+  /* With REDCOLL_TRANSPORT_CAP_CHANNELS (else NULL): the communicator of
+   * the channel group that starts at `channel` is destroyed on this rank;
+   * free what is kept for it.  A peer waiting for this rank on one of its
+   * channels gets REDCOLL_ETRANSPORT.  The group may be used again later
+   * by another communicator. */
+  void (*close)(void *impl, uint64_t channel);
 } redcoll_transport_ops;
 
 #ifdef __cplusplus

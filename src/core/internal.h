@@ -6,6 +6,7 @@
 #ifndef REDCOLL_INTERNAL_H
 #define REDCOLL_INTERNAL_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -60,9 +61,38 @@ uint16_t redcoll__f32_to_bf16(float f);
 
 /* ---- communicator ------------------------------------------------------- */
 
-struct redcoll_comm {
+/* One transport object and the communicators over it (api/comm.c): the
+ * first made by redcoll_comm_create, the others by dup, split and
+ * create_group.  The last communicator to go destroys the transport. */
+typedef struct redcoll__endpoint {
   const redcoll_transport_ops *ops;
   void *impl;
+  int rank, size;   /* in the transport */
+  unsigned caps;    /* REDCOLL_TRANSPORT_CAP_* of a version 3 transport */
+  int refs;         /* communicators on it (atomic) */
+  pthread_mutex_t mu; /* guards chans */
+  uint64_t *chans;  /* channel bases in use by communicators here */
+  size_t nchans, chans_cap;
+} redcoll__endpoint;
+
+/* A communicator uses the four channels base .. base + 3: its collectives,
+ * its point-to-point messages, and the agreement of the groups made from
+ * it (create_group). */
+#define REDCOLL__CH_COLL 0u
+#define REDCOLL__CH_P2P 1u
+#define REDCOLL__CH_GROUP 2u
+#define REDCOLL__CH_SPAN REDCOLL_TRANSPORT_CHANNEL_GROUP
+
+struct redcoll_comm {
+  const redcoll_transport_ops *ops; /* ep's, copied */
+  void *impl;
+  redcoll__endpoint *ep;
+  int *map;         /* transport rank of each rank; NULL: the same */
+  uint64_t channel; /* base of its channels (a multiple of 4) */
+  uint64_t children; /* communicators split from it so far */
+  int owns_channels; /* 0 for create_group's agreement, which runs on its
+                      * parent's group channel: it tells no peer and closes
+                      * nothing */
   int rank, size;
   uint64_t seq;                          /* collectives started so far */
   uint64_t tag;                          /* tag of the collective running now */
@@ -100,6 +130,28 @@ void redcoll__comm_set_ranks_per_cpu_detected(redcoll_comm *c, double ranks_per_
 /* At the start of each collective: its deadline on the transport's clock
  * from the communicator's timeout (version 3 transports). */
 void redcoll__comm_start_deadline(redcoll_comm *c);
+/* A new communicator on c's transport: rank `rank` of `size`, map (size
+ * entries, taken over; NULL: c's transport ranks) and channel base `ch`,
+ * already reserved on the endpoint.  Settings from the environment, as
+ * redcoll_comm_create. */
+int redcoll__comm_derive(redcoll_comm *c, int rank, int size, int *map, uint64_t ch,
+                         redcoll_comm **out);
+/* Reserves channel base ch on c's endpoint: 1 if it was free, 0 if in use. */
+int redcoll__chan_reserve(redcoll_comm *c, uint64_t ch);
+void redcoll__chan_release(redcoll__endpoint *ep, uint64_t ch);
+/* The transport rank of rank r of c. */
+static inline int redcoll__peer(const redcoll_comm *c, int r) { return c->map ? c->map[r] : r; }
+/* Tells the peers of c that it gives up with status (cancel on a channel
+ * transport, else abort); nothing if the transport cannot. */
+void redcoll__comm_tell_peers(redcoll_comm *c, int status);
+/* The members of `color` in split's table of (color, key, ok) rows of p
+ * ranks, ordered by key and then rank, into ranks; their number, -1 if
+ * memory is short (api/group.c). */
+int redcoll__split_members(const int32_t *table, int p, int color, int *ranks);
+/* A point-to-point exchange (algo/io.c): send to dst with stag and/or
+ * receive from src with rtag (-1: absent), ranks of c. */
+int redcoll__p2p(redcoll_comm *c, int dst, uint64_t stag, const void *sbuf, size_t slen, int src,
+                 uint64_t rtag, void *rbuf, size_t rlen);
 
 /* Everything an algorithm needs to know about one collective call, checked
  * and resolved: sendbuf is never REDCOLL_IN_PLACE (in place, it equals

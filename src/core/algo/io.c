@@ -48,29 +48,42 @@ static void describe(const redcoll_comm *c, char *buf, size_t n) {
            redcoll_coll_name(call->coll), call->count, dt ? dt : "?", op, call->root);
 }
 
+void redcoll__comm_tell_peers(redcoll_comm *c, int status) {
+  if (c->ep->caps & REDCOLL_TRANSPORT_CAP_CHANNELS) {
+    if (c->owns_channels) c->ops->cancel(c->impl, c->channel, status);
+  } else if (c->ops->abort != NULL) {
+    c->ops->abort(c->impl, status);
+  }
+}
+
 /* Records the first error and tells the peers, so that nobody waits for a
  * rank that has given up.  An EABORTED came from a peer, which has told
  * everyone already. */
-static int fail_with(redcoll_comm *c, int status, const char *what) {
-  if (c->error == REDCOLL_OK) {
+static int fail_in(redcoll_comm *c, int status, const char *call, const char *what) {
+  int ok = REDCOLL_OK;
+  if (__atomic_compare_exchange_n(&c->error, &ok, status, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
     char view[192], deadline[64] = "";
-    c->error = status;
-    describe(c, view, sizeof view);
+    if (call != NULL) snprintf(view, sizeof view, "%s", call);
+    else describe(c, view, sizeof view);
     if (status == REDCOLL_ETIMEDOUT && c->timeout_ms != 0)
       snprintf(deadline, sizeof deadline, ", with the collective's deadline of %llu ms",
                (unsigned long long)c->timeout_ms);
     redcoll__log(status == REDCOLL_EABORTED ? 2 : 0, "rank %d: %s failed in %s: %s (%s)%s",
                  c->rank, view, what, redcoll_status_name(status), redcoll_strerror(status),
                  deadline);
-    if (status != REDCOLL_EABORTED && c->ops->abort != NULL) c->ops->abort(c->impl, status);
+    if (status != REDCOLL_EABORTED) redcoll__comm_tell_peers(c, status);
   }
   return status;
+}
+
+static int fail_with(redcoll_comm *c, int status, const char *what) {
+  return fail_in(c, status, NULL, what);
 }
 
 int redcoll__fail(redcoll_comm *c, int status) { return fail_with(c, status, "the algorithm"); }
 
 /* The failed call, named by the peer(s) it was waiting for. */
-static int fail_io(redcoll_comm *c, int status, int dst, int src) {
+static int fail_io(redcoll_comm *c, int status, const char *call, int dst, int src) {
   char what[64];
   if (dst >= 0 && src >= 0)
     snprintf(what, sizeof what, "sendrecv (send to rank %d, receive from rank %d)", dst, src);
@@ -78,7 +91,7 @@ static int fail_io(redcoll_comm *c, int status, int dst, int src) {
     snprintf(what, sizeof what, "send to rank %d", dst);
   else
     snprintf(what, sizeof what, "receive from rank %d", src);
-  return fail_with(c, status, what);
+  return fail_in(c, status, call, what);
 }
 
 /* One exchange with the running collective's tag and deadline: through a
@@ -87,8 +100,10 @@ static int fail_io(redcoll_comm *c, int status, int dst, int src) {
 static int exchange(redcoll_comm *c, int dst, const void *sbuf, size_t slen, int src, void *rbuf,
                     size_t rlen) {
   const redcoll_transport_ops *o = c->ops;
+  if (dst >= 0) dst = redcoll__peer(c, dst);
+  if (src >= 0) src = redcoll__peer(c, src);
   if (o->version >= 3) {
-    redcoll_transport_ctx ctx = {c->deadline_ns, c->seq, 0, 0};
+    redcoll_transport_ctx ctx = {c->deadline_ns, c->seq, c->channel + REDCOLL__CH_COLL};
     redcoll_transport_msg s = {dst, c->tag, (void *)sbuf, slen}, r = {src, c->tag, rbuf, rlen};
     return o->exchange(c->impl, &ctx, dst >= 0 ? &s : NULL, src >= 0 ? &r : NULL);
   }
@@ -99,18 +114,18 @@ static int exchange(redcoll_comm *c, int dst, const void *sbuf, size_t slen, int
 
 int redcoll__send(redcoll_comm *c, int dst, const void *buf, size_t len) {
   int rc = exchange(c, dst, buf, len, -1, NULL, 0);
-  return rc == REDCOLL_OK ? rc : fail_io(c, rc, dst, -1);
+  return rc == REDCOLL_OK ? rc : fail_io(c, rc, NULL, dst, -1);
 }
 
 int redcoll__recv(redcoll_comm *c, int src, void *buf, size_t len) {
   int rc = exchange(c, -1, NULL, 0, src, buf, len);
-  return rc == REDCOLL_OK ? rc : fail_io(c, rc, -1, src);
+  return rc == REDCOLL_OK ? rc : fail_io(c, rc, NULL, -1, src);
 }
 
 int redcoll__sendrecv(redcoll_comm *c, int dst, const void *sbuf, size_t slen, int src, void *rbuf,
                       size_t rlen) {
   int rc = exchange(c, dst, sbuf, slen, src, rbuf, rlen);
-  return rc == REDCOLL_OK ? rc : fail_io(c, rc, dst, src);
+  return rc == REDCOLL_OK ? rc : fail_io(c, rc, NULL, dst, src);
 }
 
 void redcoll__reduce(const redcoll__call *call, void *out, const void *left, const void *right,
@@ -121,3 +136,29 @@ void redcoll__reduce(const redcoll__call *call, void *out, const void *left, con
   if (c->ops->charge != NULL) c->ops->charge(c->impl, count * call->esize);
 }
 
+
+/* Point-to-point on the communicator's own channel (the collectives' one
+ * on a transport without channels), with the user's tags, the deadline
+ * and the failure handling of a collective's call. */
+int redcoll__p2p(redcoll_comm *c, int dst, uint64_t stag, const void *sbuf, size_t slen, int src,
+                 uint64_t rtag, void *rbuf, size_t rlen) {
+  const redcoll_transport_ops *o = c->ops;
+  int tdst = dst >= 0 ? redcoll__peer(c, dst) : -1, tsrc = src >= 0 ? redcoll__peer(c, src) : -1;
+  int rc;
+  if (o->version >= 3) {
+    uint64_t ch = c->channel;
+    if (c->ep->caps & REDCOLL_TRANSPORT_CAP_CHANNELS) ch += REDCOLL__CH_P2P;
+    redcoll_transport_ctx ctx = {c->deadline_ns, 0, ch};
+    redcoll_transport_msg s = {tdst, stag, (void *)sbuf, slen}, r = {tsrc, rtag, rbuf, rlen};
+    rc = o->exchange(c->impl, &ctx, dst >= 0 ? &s : NULL, src >= 0 ? &r : NULL);
+  } else if (src < 0) {
+    rc = o->send(c->impl, tdst, stag, sbuf, slen);
+  } else if (dst < 0) {
+    rc = o->recv(c->impl, tsrc, rtag, rbuf, rlen);
+  } else {
+    rc = o->sendrecv(c->impl, tdst, stag, sbuf, slen, tsrc, rtag, rbuf, rlen);
+  }
+  c->deadline_ns = UINT64_MAX;
+  if (rc == REDCOLL_OK) return rc;
+  return fail_io(c, rc, "point-to-point", dst, src);
+}

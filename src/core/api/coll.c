@@ -35,7 +35,7 @@ static size_t mul_sat(size_t n, size_t m) {
 
 static int check_comm(const redcoll_comm *c) {
   if (c == NULL) return REDCOLL_EINVAL;
-  return c->error;
+  return __atomic_load_n(&c->error, __ATOMIC_ACQUIRE);
 }
 
 /* Checks dtype and op; sets call->esize. op NULL for data movement. */

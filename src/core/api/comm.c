@@ -68,6 +68,26 @@ static int results_from_env(redcoll_comm *c) {
   return REDCOLL_OK;
 }
 
+/* The settings every new communicator starts from. */
+static void comm_defaults(redcoll_comm *c, redcoll__endpoint *ep, int rank, int size) {
+  c->ep = ep;
+  c->ops = ep->ops;
+  c->impl = ep->impl;
+  c->rank = rank;
+  c->size = size;
+  c->threshold = REDCOLL_DEFAULT_THRESHOLD;
+  c->last_algo = REDCOLL_ALGO_AUTO;
+  c->results = REDCOLL_RESULTS_IDENTICAL;
+  c->deadline_ns = UINT64_MAX;
+  c->owns_channels = 1;
+}
+
+static void ep_free(redcoll__endpoint *ep) {
+  pthread_mutex_destroy(&ep->mu);
+  free(ep->chans);
+  free(ep);
+}
+
 /* On failure impl stays the caller's: ops->destroy is called only by
  * redcoll_comm_destroy of a communicator this function returned. */
 REDCOLL_API int redcoll_comm_create(const redcoll_transport_ops *ops, void *impl, int rank, int size,
@@ -76,24 +96,86 @@ REDCOLL_API int redcoll_comm_create(const redcoll_transport_ops *ops, void *impl
   *out = NULL;
   if (!ops_valid(ops) || size < 1 || rank < 0 || rank >= size) return REDCOLL_EINVAL;
   redcoll_comm *c = calloc(1, sizeof *c);
-  if (c == NULL) return REDCOLL_ENOMEM;
-  c->ops = ops;
-  c->impl = impl;
-  c->rank = rank;
-  c->size = size;
-  c->threshold = REDCOLL_DEFAULT_THRESHOLD;
-  c->last_algo = REDCOLL_ALGO_AUTO;
-  c->results = REDCOLL_RESULTS_IDENTICAL;
-  c->deadline_ns = UINT64_MAX;
+  redcoll__endpoint *ep = calloc(1, sizeof *ep);
+  if (c == NULL || ep == NULL || pthread_mutex_init(&ep->mu, NULL) != 0) {
+    free(c);
+    free(ep);
+    return REDCOLL_ENOMEM;
+  }
+  ep->ops = ops;
+  ep->impl = impl;
+  ep->rank = rank;
+  ep->size = size;
+  ep->refs = 1;
+  comm_defaults(c, ep, rank, size);
   int rc = ask_info(c);
+  if (rc == REDCOLL_OK) {
+    ep->caps = ops->version >= 3 ? c->info.caps : 0;
+    if ((ep->caps & REDCOLL_TRANSPORT_CAP_CHANNELS) && (ops->cancel == NULL || ops->close == NULL)) {
+      redcoll__log(0, "rank %d: the transport has channels but no cancel or close member", rank);
+      rc = REDCOLL_EINVAL;
+    }
+  }
+  if (rc == REDCOLL_OK && !redcoll__chan_reserve(c, 0)) rc = REDCOLL_ENOMEM;
   if (rc == REDCOLL_OK) rc = algos_from_env(c);
   if (rc == REDCOLL_OK) rc = results_from_env(c);
   if (rc != REDCOLL_OK) {
+    ep_free(ep);
     free(c);
     return rc;
   }
   *out = c;
   return REDCOLL_OK;
+}
+
+int redcoll__comm_derive(redcoll_comm *p, int rank, int size, int *map, uint64_t ch,
+                         redcoll_comm **out) {
+  *out = NULL;
+  redcoll_comm *c = calloc(1, sizeof *c);
+  if (c == NULL) return REDCOLL_ENOMEM;
+  comm_defaults(c, p->ep, rank, size);
+  c->map = map;
+  c->channel = ch;
+  c->info = p->info;
+  c->rpc_detected = p->rpc_detected;
+  int rc = algos_from_env(c);
+  if (rc == REDCOLL_OK) rc = results_from_env(c);
+  if (rc != REDCOLL_OK) {
+    free(c);
+    return rc;
+  }
+  __atomic_add_fetch(&p->ep->refs, 1, __ATOMIC_ACQ_REL);
+  *out = c;
+  return REDCOLL_OK;
+}
+
+int redcoll__chan_reserve(redcoll_comm *c, uint64_t ch) {
+  redcoll__endpoint *ep = c->ep;
+  int ok = 1;
+  pthread_mutex_lock(&ep->mu);
+  for (size_t i = 0; i < ep->nchans && ok; i++) ok = ep->chans[i] != ch;
+  if (ok && ep->nchans == ep->chans_cap) {
+    size_t cap = ep->chans_cap ? ep->chans_cap * 2 : 4;
+    uint64_t *n = realloc(ep->chans, cap * sizeof *n);
+    if (n == NULL) ok = 0;
+    else {
+      ep->chans = n;
+      ep->chans_cap = cap;
+    }
+  }
+  if (ok) ep->chans[ep->nchans++] = ch;
+  pthread_mutex_unlock(&ep->mu);
+  return ok;
+}
+
+void redcoll__chan_release(redcoll__endpoint *ep, uint64_t ch) {
+  pthread_mutex_lock(&ep->mu);
+  for (size_t i = 0; i < ep->nchans; i++)
+    if (ep->chans[i] == ch) {
+      ep->chans[i] = ep->chans[--ep->nchans];
+      break;
+    }
+  pthread_mutex_unlock(&ep->mu);
 }
 
 REDCOLL_API int redcoll_comm_set_results(redcoll_comm *c, redcoll_results mode) {
@@ -113,11 +195,24 @@ void *redcoll__comm_transport(const redcoll_comm *c, const redcoll_transport_ops
 
 REDCOLL_API int redcoll_comm_rank(const redcoll_comm *c) { return c ? c->rank : REDCOLL_EINVAL; }
 REDCOLL_API int redcoll_comm_size(const redcoll_comm *c) { return c ? c->size : REDCOLL_EINVAL; }
-REDCOLL_API int redcoll_comm_error(const redcoll_comm *c) { return c ? c->error : REDCOLL_EINVAL; }
+REDCOLL_API int redcoll_comm_error(const redcoll_comm *c) {
+  return c ? __atomic_load_n(&c->error, __ATOMIC_ACQUIRE) : REDCOLL_EINVAL;
+}
 
+/* The last communicator on a transport destroys it; one of several closes
+ * its channels there. */
 REDCOLL_API void redcoll_comm_destroy(redcoll_comm *c) {
   if (c == NULL) return;
-  c->ops->destroy(c->impl);
+  redcoll__endpoint *ep = c->ep;
+  int last = __atomic_sub_fetch(&ep->refs, 1, __ATOMIC_ACQ_REL) == 0;
+  if (last) {
+    ep->ops->destroy(ep->impl);
+    ep_free(ep);
+  } else {
+    if (ep->caps & REDCOLL_TRANSPORT_CAP_CHANNELS) ep->ops->close(ep->impl, c->channel);
+    redcoll__chan_release(ep, c->channel);
+  }
+  free(c->map);
   free(c->scratch[0]);
   free(c->scratch[1]);
   free(c);
@@ -184,11 +279,14 @@ REDCOLL_API uint64_t redcoll_comm_get_deadline(const redcoll_comm *c) {
 
 REDCOLL_API int redcoll_comm_abort(redcoll_comm *c) {
   if (c == NULL) return REDCOLL_EINVAL;
-  if (c->error != REDCOLL_OK) return REDCOLL_OK; /* broken: the peers know */
-  c->error = REDCOLL_EABORTED;
+  int ok = REDCOLL_OK;
+  if (!__atomic_compare_exchange_n(&c->error, &ok, REDCOLL_EABORTED, 0, __ATOMIC_ACQ_REL,
+                                   __ATOMIC_ACQUIRE))
+    return REDCOLL_OK; /* broken: the peers know */
   redcoll__log(2, "rank %d: communicator aborted by the application", c->rank);
-  if (c->ops->abort == NULL) return REDCOLL_ENOTSUP;
-  c->ops->abort(c->impl, REDCOLL_EABORTED);
+  if (!(c->ep->caps & REDCOLL_TRANSPORT_CAP_CHANNELS) && c->ops->abort == NULL)
+    return REDCOLL_ENOTSUP;
+  redcoll__comm_tell_peers(c, REDCOLL_EABORTED);
   return REDCOLL_OK;
 }
 

@@ -52,8 +52,9 @@
 enum rank_state { ST_READY, ST_RUNNING, ST_BLOCKED, ST_DONE };
 
 typedef struct mock_msg {
-  struct mock_msg *next; /* next message of the same (src, dst) pair */
+  struct mock_msg *next; /* next message of the same (src, dst, channel) */
   int src, dst;
+  uint64_t chan;
   uint64_t tag;
   size_t len;
   const void *data;      /* the sender's buffer, or the eager copy after the header */
@@ -66,6 +67,7 @@ typedef struct mock_msg {
 
 typedef struct mock_pair {
   uint64_t key;          /* src << 32 | dst */
+  uint64_t chan;
   mock_msg *head, *tail;
   struct mock_pair *next; /* hash chain, or free list */
 } mock_pair;
@@ -90,6 +92,7 @@ typedef struct mock_rank {
   int dead;              /* fault injection fired on this rank */
   uint64_t ncalls;
   uint64_t ctag;         /* tag of the current call */
+  uint64_t chan;         /* its channel */
   int in_coll;           /* the current call belongs to a collective */
   double deadline;       /* of the running collective; INFINITY: none */
   redcoll_mock_stats st;
@@ -130,6 +133,8 @@ typedef struct mock_run {
   int nblocked;
   uint64_t rng;
   int aborted;
+  uint64_t *cancelled;   /* channel groups cancelled (REDCOLL_TRANSPORT_CAP_CHANNELS) */
+  size_t ncancelled;
   /* A world of the program's threads (redcoll_mock_world_create). */
   int threaded;
   pthread_mutex_t mu;    /* guards everything above while threaded */
@@ -148,6 +153,15 @@ typedef struct mock_run {
   char *report;          /* error events, one per line */
   size_t report_len, report_cap;
 } mock_run;
+
+/* The channel group (one communicator) a channel belongs to. */
+#define GROUP_OF(ch) ((ch) & ~(uint64_t)(REDCOLL_TRANSPORT_CHANNEL_GROUP - 1))
+
+static int is_cancelled(const mock_run *run, uint64_t chan) {
+  for (size_t i = 0; i < run->ncancelled; i++)
+    if (run->cancelled[i] == GROUP_OF(chan)) return 1;
+  return 0;
+}
 
 /* ---- small helpers -------------------------------------------------------- */
 
@@ -202,12 +216,18 @@ static size_t pair_hash(uint64_t key, size_t nbuckets) {
   return (size_t)(h ^ (h >> 29)) & (nbuckets - 1);
 }
 
-static size_t pair_bucket(const mock_run *run, uint64_t key) { return pair_hash(key, run->nbuckets); }
+/* The bucket of (key, chan); a pair's bucket is rehashed from both. */
+static size_t pair_bucket_n(uint64_t key, uint64_t chan, size_t nbuckets) {
+  return pair_hash(key ^ chan * 0x9e3779b97f4a7c15ULL, nbuckets);
+}
+static size_t pair_bucket(const mock_run *run, uint64_t key, uint64_t chan) {
+  return pair_bucket_n(key, chan, run->nbuckets);
+}
 
-static mock_pair *pair_find(mock_run *run, int src, int dst) {
+static mock_pair *pair_find(mock_run *run, int src, int dst, uint64_t chan) {
   uint64_t key = pair_key(src, dst);
-  for (mock_pair *q = run->buckets[pair_bucket(run, key)]; q != NULL; q = q->next)
-    if (q->key == key) return q;
+  for (mock_pair *q = run->buckets[pair_bucket(run, key, chan)]; q != NULL; q = q->next)
+    if (q->key == key && q->chan == chan) return q;
   return NULL;
 }
 
@@ -221,7 +241,7 @@ static void pair_grow(mock_run *run) {
     mock_pair *q = run->buckets[i];
     while (q != NULL) {
       mock_pair *next = q->next;
-      size_t j = pair_hash(q->key, n);
+      size_t j = pair_bucket_n(q->key, q->chan, n);
       q->next = b[j];
       b[j] = q;
       q = next;
@@ -233,7 +253,7 @@ static void pair_grow(mock_run *run) {
 }
 
 static int pair_push(mock_run *run, mock_msg *m) {
-  mock_pair *q = pair_find(run, m->src, m->dst);
+  mock_pair *q = pair_find(run, m->src, m->dst, m->chan);
   if (q == NULL) {
     if (run->free_pairs != NULL) {
       q = run->free_pairs;
@@ -243,8 +263,9 @@ static int pair_push(mock_run *run, mock_msg *m) {
     }
     if (run->npairs >= run->nbuckets) pair_grow(run);
     q->key = pair_key(m->src, m->dst);
+    q->chan = m->chan;
     q->head = q->tail = NULL;
-    size_t b = pair_bucket(run, q->key);
+    size_t b = pair_bucket(run, q->key, q->chan);
     q->next = run->buckets[b];
     run->buckets[b] = q;
     run->npairs++;
@@ -259,8 +280,8 @@ static int pair_push(mock_run *run, mock_msg *m) {
 /* Unlinks m from its pair queue; drops the queue when it empties. */
 static void pair_remove(mock_run *run, mock_msg *m) {
   uint64_t key = pair_key(m->src, m->dst);
-  mock_pair **link = &run->buckets[pair_bucket(run, key)];
-  while (*link != NULL && (*link)->key != key) link = &(*link)->next;
+  mock_pair **link = &run->buckets[pair_bucket(run, key, m->chan)];
+  while (*link != NULL && ((*link)->key != key || (*link)->chan != m->chan)) link = &(*link)->next;
   mock_pair *q = *link;
   if (q == NULL) return;
   mock_msg *prev = NULL;
@@ -332,6 +353,10 @@ static void describe_wait(const mock_run *run, const mock_rank *r, char *out, si
     snprintf(q, sizeof q, "recv from %d tag 0x%016" PRIx64 " %zu bytes%s", r->rsrc, r->rtag,
              r->rlen, peer_note(run, r->rsrc));
   snprintf(out, n, "%s%s%s", s, (s[0] && q[0]) ? "; " : "", q);
+  if (r->chan != 0) {
+    size_t k = strlen(out);
+    snprintf(out + k, n - k, " on channel %" PRIu64, r->chan);
+  }
 }
 
 /* r's call passes its deadline at virtual time `at` while it waits for
@@ -364,16 +389,16 @@ static int expire_one(mock_run *run) {
   return 1;
 }
 
-/* Whether r's call has an open half with this tag. */
-static int waits_in(const mock_rank *r, uint64_t tag) {
-  return (r->send_active && r->stag == tag) || (r->recv_active && r->rtag == tag);
+/* Whether r's call has an open half with this tag on this channel. */
+static int waits_in(const mock_rank *r, uint64_t tag, uint64_t chan) {
+  return r->chan == chan && ((r->send_active && r->stag == tag) || (r->recv_active && r->rtag == tag));
 }
 
 /* The tag of r's open call if it is the tag of the collective r's core is
  * running (not a raw transport call), else 0. */
 static uint64_t coll_tag(const mock_rank *r) {
   if (r->state != ST_BLOCKED || !r->in_coll) return 0;
-  return waits_in(r, r->ctag) ? r->ctag : 0;
+  return waits_in(r, r->ctag, r->chan) ? r->ctag : 0;
 }
 
 /* Nothing can move, and a blocked rank r waits for a blocked rank q (to
@@ -393,7 +418,7 @@ static int blocked_mismatch(mock_run *run) {
       if (peers[j] < 0) continue;
       mock_rank *q = &run->ranks[peers[j]];
       uint64_t qt = coll_tag(q);
-      if (qt == 0 || waits_in(q, rt)) continue;
+      if (qt == 0 || q->chan != r->chan || waits_in(q, rt, r->chan)) continue;
       report_add(run,
                  "rank %d: %s %d in tag 0x%016" PRIx64 ", but rank %d waits in tag 0x%016" PRIx64
                  " (rank %d is at collective #%" PRIu64 ", rank %d at #%" PRIu64 ")",
@@ -738,6 +763,7 @@ static void post_send(mock_run *run, mock_rank *r, int dst, uint64_t tag, const 
   }
   m->src = r->id;
   m->dst = dst;
+  m->chan = r->chan;
   m->tag = tag;
   m->len = len;
   m->post = r->clock;
@@ -759,7 +785,7 @@ static void post_send(mock_run *run, mock_rank *r, int dst, uint64_t tag, const 
   /* A receive posted earlier by dst: its queue from us was empty, so m is
    * the head and they match now. */
   mock_rank *d = &run->ranks[dst];
-  if (d->recv_active && d->rsrc == r->id) deliver(run, m, d);
+  if (d->recv_active && d->rsrc == r->id && d->chan == r->chan) deliver(run, m, d);
 }
 
 static void post_recv(mock_run *run, mock_rank *r, int src, uint64_t tag, void *buf, size_t len) {
@@ -771,7 +797,7 @@ static void post_recv(mock_run *run, mock_rank *r, int src, uint64_t tag, void *
   r->rlen = len;
   r->rpost_t = r->clock;
   r->rpost_r = r->rclock;
-  mock_pair *q = pair_find(run, src, r->id);
+  mock_pair *q = pair_find(run, src, r->id, r->chan);
   if (q != NULL) deliver(run, q->head, r);
   else if (run->ranks[src].dead) half_done(run, r, 0, REDCOLL_ETRANSPORT, 0, 0);
 }
@@ -818,6 +844,11 @@ static int mock_call(mock_rank *r, const redcoll_transport_ctx *ctx, int has_sen
   }
   if (r->dead) {
     rc = REDCOLL_ETRANSPORT;
+    goto out;
+  }
+  r->chan = ctx->channel;
+  if (is_cancelled(run, r->chan)) {
+    rc = REDCOLL_EABORTED;
     goto out;
   }
   uint64_t n = r->ncalls++;
@@ -872,6 +903,7 @@ static uint64_t mock_now(void *impl) {
 static int mock_info(void *impl, redcoll_transport_info *info) {
   const mock_rank *r = impl;
   strcpy(info->name, "mock");
+  info->caps = REDCOLL_TRANSPORT_CAP_CHANNELS;
   info->alpha = r->run->cfg.alpha;
   info->beta = r->run->cfg.beta;
   info->gamma = r->run->cfg.gamma;
@@ -908,6 +940,46 @@ static void mock_abort(void *impl, int status) {
 
 static void run_free(mock_run *run);
 static void write_dot(const mock_run *run);
+
+/* Channel group `group` is over for everyone (cancel) with status `why`:
+ * every blocked call on one of its channels ends with it. */
+static void cancel_group(mock_run *run, uint64_t group, int why) {
+  for (int i = 0; i < run->p; i++) {
+    mock_rank *q = &run->ranks[i];
+    if (q->state == ST_BLOCKED && GROUP_OF(q->chan) == group) cancel_call(run, q, why);
+  }
+}
+
+static void mock_cancel(void *impl, uint64_t channel, int status) {
+  mock_rank *r = impl;
+  mock_run *run = r->run;
+  lock(run);
+  if (!is_cancelled(run, channel)) {
+    uint64_t *n = realloc(run->cancelled, (run->ncancelled + 1) * sizeof *n);
+    if (n != NULL) {
+      run->cancelled = n;
+      run->cancelled[run->ncancelled++] = GROUP_OF(channel);
+    }
+    report_add(run, "rank %d: aborted the communicator on channel %" PRIu64 " (%s)", r->id,
+               GROUP_OF(channel), redcoll_status_name(status));
+    cancel_group(run, GROUP_OF(channel), REDCOLL_EABORTED);
+  }
+  unlock(run);
+}
+
+/* Rank r leaves the channel group: the calls waiting for it there fail. */
+static void mock_close(void *impl, uint64_t channel) {
+  mock_rank *r = impl;
+  mock_run *run = r->run;
+  lock(run);
+  for (int i = 0; i < run->p; i++) {
+    mock_rank *q = &run->ranks[i];
+    if (q->state != ST_BLOCKED || GROUP_OF(q->chan) != GROUP_OF(channel)) continue;
+    if ((q->send_active && q->sdst == r->id) || (q->recv_active && q->rsrc == r->id))
+      cancel_call(run, q, REDCOLL_ETRANSPORT);
+  }
+  unlock(run);
+}
 static void run_finish(mock_run *run);
 
 /* Under redcoll_mock_run the rank record belongs to the run, which outlives
@@ -939,6 +1011,8 @@ static const redcoll_transport_ops mock_ops = {
   .info = mock_info,
   .now = mock_now,
   .exchange = mock_exchange,
+  .cancel = mock_cancel,
+  .close = mock_close,
 };
 
 /* ---- the run ---------------------------------------------------------------------- */
@@ -1050,6 +1124,7 @@ static void run_free(mock_run *run) {
     pthread_mutex_destroy(&run->mu);
   }
   free(run->cvs);
+  free(run->cancelled);
   free(run->buckets);
   free(run->report);
   free(run->edges);

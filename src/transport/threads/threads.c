@@ -2,16 +2,21 @@
  * The threads transport (include/redcoll/threads.h): ranks are threads of
  * one process and a message is copied once, between the user buffers.
  *
- * A world holds one record per rank with two slots, a send slot and a
- * receive slot: a rank has at most one call in progress, and a call posts
+ * A world holds one record per rank, and a rank one port per channel it
+ * uses (several communicators share a world: REDCOLL_TRANSPORT_CAP_CHANNELS
+ * and CAP_THREADS).  A port has two slots, a send slot and a receive slot:
+ * a rank has at most one call in progress per channel, and a call posts
  * one or both halves (sendrecv posts both before waiting for either, so a
  * ring of sendrecvs cannot deadlock).  Because a send blocks until it has
- * been received, a rank has at most one message in flight to anybody, and
+ * been received, a port has at most one message in flight to anybody, and
  * messages between a pair are matched in the order sent without a queue.
+ * Ports are made at a channel's first call and freed when its communicator
+ * is closed on that rank; calls on different channels run at once from
+ * different threads.
  *
  * Matching is done under the world mutex by whichever thread posts the
  * second half of a pair (send slot of s aimed at r, receive slot of r aimed
- * at s).  It marks both slots busy, drops the mutex, copies straight from
+ * at s, on one channel).  It marks both slots busy, drops the mutex, copies straight from
  * the sender's buffer into the receiver's, takes the mutex again, marks both
  * done and signals the other thread, which sleeps on its own condition
  * variable meanwhile.  A busy slot is never given up: a thread whose wait is
@@ -56,23 +61,34 @@ typedef struct th_slot {
   int status;
 } th_slot;
 
-typedef struct th_rank {
-  pthread_cond_t cv; /* waited on by the rank's own thread only */
+typedef struct th_port {
+  struct th_port *next; /* the rank's other ports */
+  uint64_t chan;
+  pthread_cond_t cv;    /* waited on by the thread calling on the channel */
   th_slot send, recv;
+  unsigned news;        /* bumped (atomically, under the mutex) whenever
+                         * something the port may wait for happens: read
+                         * without the mutex by its spinning thread */
+} th_port;
+
+typedef struct th_rank {
+  th_port *ports;
   int gone;          /* the rank's impl has been destroyed */
-  unsigned news;     /* bumped (atomically, under the mutex) whenever
-                      * something the rank may wait for happens: read
-                      * without the mutex by its spinning thread */
 } th_rank;
 
 typedef struct th_world {
   pthread_mutex_t mu;
+  pthread_condattr_t cvattr; /* CLOCK_MONOTONIC */
   int p;
   int refs;
   int aborted;        /* the status given to abort; 0 while not aborted */
   int64_t timeout_ms; /* bound on one call; < 0: none */
   th_rank *ranks;
+  uint64_t *cancelled; /* channel groups cancelled */
+  size_t ncancelled;
 } th_world;
+
+#define GROUP_OF(ch) ((ch) & ~(uint64_t)(REDCOLL_TRANSPORT_CHANNEL_GROUP - 1))
 
 typedef struct th_impl {
   th_world *w;
@@ -104,11 +120,51 @@ static int resolve_timeout(const redcoll_threads_config *cfg, int64_t *out) {
   return REDCOLL_OK;
 }
 
+static void port_free(th_port *q) {
+  pthread_cond_destroy(&q->cv);
+  free(q);
+}
+
 static void world_free(th_world *w) {
-  for (int i = 0; i < w->p; i++) pthread_cond_destroy(&w->ranks[i].cv);
+  for (int i = 0; i < w->p; i++)
+    for (th_port *q = w->ranks[i].ports, *next; q != NULL; q = next) {
+      next = q->next;
+      port_free(q);
+    }
+  pthread_condattr_destroy(&w->cvattr);
   pthread_mutex_destroy(&w->mu);
+  free(w->cancelled);
   free(w->ranks);
   free(w);
+}
+
+/* Rank r's port of channel chan, or NULL. */
+static th_port *port_find(th_world *w, int r, uint64_t chan) {
+  for (th_port *q = w->ranks[r].ports; q != NULL; q = q->next)
+    if (q->chan == chan) return q;
+  return NULL;
+}
+
+/* Rank r's port of channel chan, made if need be; NULL without memory. */
+static th_port *port_get(th_world *w, int r, uint64_t chan) {
+  th_port *q = port_find(w, r, chan);
+  if (q != NULL) return q;
+  q = calloc(1, sizeof *q);
+  if (q == NULL) return NULL;
+  if (pthread_cond_init(&q->cv, &w->cvattr) != 0) {
+    free(q);
+    return NULL;
+  }
+  q->chan = chan;
+  q->next = w->ranks[r].ports;
+  w->ranks[r].ports = q;
+  return q;
+}
+
+static int is_cancelled(const th_world *w, uint64_t chan) {
+  for (size_t i = 0; i < w->ncancelled; i++)
+    if (w->cancelled[i] == GROUP_OF(chan)) return 1;
+  return 0;
 }
 
 /* A world of p ranks with one reference, the creator's. */
@@ -122,26 +178,18 @@ static int world_new(int p, const redcoll_threads_config *cfg, th_world **out) {
   w->ranks = calloc((size_t)p, sizeof *w->ranks);
   if (w->ranks == NULL) goto fail_world;
   if (pthread_mutex_init(&w->mu, NULL) != 0) goto fail_ranks;
-  pthread_condattr_t attr;
-  if (pthread_condattr_init(&attr) != 0) goto fail_mutex;
+  if (pthread_condattr_init(&w->cvattr) != 0) goto fail_mutex;
   /* Deadlines are on the monotonic clock: a jump of the wall clock must not
    * fire or postpone a timeout. */
-  if (pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) != 0) goto fail_attr;
-  int n = 0;
-  for (; n < p; n++) {
-    if (pthread_cond_init(&w->ranks[n].cv, &attr) != 0) goto fail_cvs;
-  }
-  pthread_condattr_destroy(&attr);
+  if (pthread_condattr_setclock(&w->cvattr, CLOCK_MONOTONIC) != 0) goto fail_attr;
   w->p = p;
   w->refs = 1;
   w->timeout_ms = timeout;
   *out = w;
   return REDCOLL_OK;
 
-fail_cvs:
-  while (n-- > 0) pthread_cond_destroy(&w->ranks[n].cv);
 fail_attr:
-  pthread_condattr_destroy(&attr);
+  pthread_condattr_destroy(&w->cvattr);
 fail_mutex:
   pthread_mutex_destroy(&w->mu);
 fail_ranks:
@@ -159,17 +207,26 @@ static void world_release(th_world *w) {
   if (last) world_free(w);
 }
 
-/* Tells rank i that something it may wait for happened.  Mutex held. */
-static void wake(th_world *w, int i) {
-  __atomic_add_fetch(&w->ranks[i].news, 1, __ATOMIC_RELEASE);
-  pthread_cond_signal(&w->ranks[i].cv);
+/* Tells the thread of port q that something it may wait for happened.
+ * Mutex held. */
+static void wake(th_port *q) {
+  __atomic_add_fetch(&q->news, 1, __ATOMIC_RELEASE);
+  pthread_cond_signal(&q->cv);
+}
+
+/* Wakes every port of channel group `group`, or all if group is
+ * UINT64_MAX.  Mutex held. */
+static void wake_all(th_world *w, uint64_t group) {
+  for (int i = 0; i < w->p; i++)
+    for (th_port *q = w->ranks[i].ports; q != NULL; q = q->next)
+      if (group == UINT64_MAX || GROUP_OF(q->chan) == group) wake(q);
 }
 
 static void world_abort(th_world *w, int status) {
   pthread_mutex_lock(&w->mu);
   if (w->aborted == 0) {
     w->aborted = status < 0 ? status : REDCOLL_EABORTED;
-    for (int i = 0; i < w->p; i++) wake(w, i);
+    wake_all(w, UINT64_MAX);
   }
   pthread_mutex_unlock(&w->mu);
 }
@@ -185,11 +242,14 @@ static void slot_post(th_slot *s, int peer, uint64_t tag, void *buf, size_t len)
   s->status = REDCOLL_OK;
 }
 
-/* If the send slot of rank s and the receive slot of rank r are posted to
- * each other, carries out the transfer and wakes the thread of the two that
- * is not `me`.  Called with the mutex held; drops it during the copy. */
-static void try_match(th_world *w, int s, int r, int me) {
-  th_slot *ss = &w->ranks[s].send, *rs = &w->ranks[r].recv;
+/* If the send slot of rank s and the receive slot of rank r on channel
+ * chan are posted to each other, carries out the transfer and wakes the
+ * thread of the two that is not `me`.  Called with the mutex held; drops it
+ * during the copy. */
+static void try_match(th_world *w, int s, int r, uint64_t chan, int me) {
+  th_port *sp = port_find(w, s, chan), *rp = port_find(w, r, chan);
+  if (sp == NULL || rp == NULL) return;
+  th_slot *ss = &sp->send, *rs = &rp->recv;
   if (ss->state != SLOT_POSTED || ss->peer != r || rs->state != SLOT_POSTED || rs->peer != s)
     return;
   if (w->aborted != 0) return; /* the waits cancel both halves */
@@ -207,7 +267,7 @@ static void try_match(th_world *w, int s, int r, int me) {
   }
   ss->state = rs->state = SLOT_DONE;
   ss->status = rs->status = status;
-  wake(w, me == s ? r : s);
+  wake(me == s ? rp : sp);
 }
 
 static uint64_t now_ns(void) {
@@ -221,7 +281,8 @@ static uint64_t now_ns(void) {
  * the world is aborted, the peer is gone, the deadline (NULL: none) has
  * passed or the other half failed.  Returns the first failure (a's before
  * b's) and leaves both slots idle. */
-static int wait_slots(th_world *w, int me, th_slot *a, th_slot *b, const struct timespec *deadline) {
+static int wait_slots(th_world *w, th_port *me, th_slot *a, th_slot *b,
+                      const struct timespec *deadline) {
   th_slot *const sl[2] = {a, b};
   int expired = 0;
   uint64_t spin = redcoll__spin_ns(), spin_until = spin != 0 ? now_ns() + spin : 0;
@@ -232,7 +293,8 @@ static int wait_slots(th_world *w, int me, th_slot *a, th_slot *b, const struct 
           cancel == REDCOLL_OK)
         cancel = sl[i]->status;
     }
-    if (cancel == REDCOLL_OK && w->aborted != 0) cancel = REDCOLL_EABORTED;
+    if (cancel == REDCOLL_OK && (w->aborted != 0 || is_cancelled(w, me->chan)))
+      cancel = REDCOLL_EABORTED;
     if (cancel == REDCOLL_OK && expired) cancel = REDCOLL_ETIMEDOUT;
     for (int i = 0; i < 2; i++) {
       th_slot *s = sl[i];
@@ -258,9 +320,9 @@ static int wait_slots(th_world *w, int me, th_slot *a, th_slot *b, const struct 
       /* Watch for news without the mutex, yielding the CPU, before
        * sleeping on the condition variable (redcoll__spin_ns); then look
        * again under the mutex. */
-      unsigned seen = __atomic_load_n(&w->ranks[me].news, __ATOMIC_ACQUIRE);
+      unsigned seen = __atomic_load_n(&me->news, __ATOMIC_ACQUIRE);
       pthread_mutex_unlock(&w->mu);
-      while (__atomic_load_n(&w->ranks[me].news, __ATOMIC_ACQUIRE) == seen) {
+      while (__atomic_load_n(&me->news, __ATOMIC_ACQUIRE) == seen) {
         if (now_ns() >= spin_until) {
           spin_until = 0;
           break;
@@ -271,9 +333,9 @@ static int wait_slots(th_world *w, int me, th_slot *a, th_slot *b, const struct 
       continue;
     }
     if (deadline != NULL && !expired) {
-      if (pthread_cond_timedwait(&w->ranks[me].cv, &w->mu, deadline) == ETIMEDOUT) expired = 1;
+      if (pthread_cond_timedwait(&me->cv, &w->mu, deadline) == ETIMEDOUT) expired = 1;
     } else {
-      pthread_cond_wait(&w->ranks[me].cv, &w->mu);
+      pthread_cond_wait(&me->cv, &w->mu);
     }
   }
   int rc = REDCOLL_OK;
@@ -299,8 +361,8 @@ static void deadline_after(struct timespec *ts, int64_t ms) {
  * bounded by the world's bound on one call and by the collective's deadline
  * coll_ns (CLOCK_MONOTONIC nanoseconds; UINT64_MAX: none), whichever comes
  * first. */
-static int xfer(th_impl *t, uint64_t coll_ns, int dst, uint64_t stag, const void *sbuf,
-                size_t slen, int src, uint64_t rtag, void *rbuf, size_t rlen) {
+static int xfer(th_impl *t, uint64_t coll_ns, uint64_t chan, int dst, uint64_t stag,
+                const void *sbuf, size_t slen, int src, uint64_t rtag, void *rbuf, size_t rlen) {
   th_world *w = t->w;
   int me = t->rank;
   struct timespec deadline;
@@ -317,16 +379,20 @@ static int xfer(th_impl *t, uint64_t coll_ns, int dst, uint64_t stag, const void
   }
 
   pthread_mutex_lock(&w->mu);
-  if (w->aborted != 0) {
+  if (w->aborted != 0 || is_cancelled(w, chan)) {
     pthread_mutex_unlock(&w->mu);
     return REDCOLL_EABORTED;
   }
-  th_rank *r = &w->ranks[me];
+  th_port *r = port_get(w, me, chan);
+  if (r == NULL) {
+    pthread_mutex_unlock(&w->mu);
+    return REDCOLL_ENOMEM;
+  }
   if (dst >= 0) slot_post(&r->send, dst, stag, (void *)(uintptr_t)sbuf, slen);
   if (src >= 0) slot_post(&r->recv, src, rtag, rbuf, rlen);
-  if (dst >= 0) try_match(w, me, dst, me);
-  if (src >= 0) try_match(w, src, me, me);
-  int rc = wait_slots(w, me, dst >= 0 ? &r->send : NULL, src >= 0 ? &r->recv : NULL,
+  if (dst >= 0) try_match(w, me, dst, chan, me);
+  if (src >= 0) try_match(w, src, me, chan, me);
+  int rc = wait_slots(w, r, dst >= 0 ? &r->send : NULL, src >= 0 ? &r->recv : NULL,
                       has_deadline ? &deadline : NULL);
   pthread_mutex_unlock(&w->mu);
   if (rc == REDCOLL_ETIMEDOUT) {
@@ -359,7 +425,8 @@ static int th_exchange(void *impl, const redcoll_transport_ctx *ctx,
   if ((s != NULL && !peer_ok(t, s->peer, s->buf, s->len)) ||
       (v != NULL && !peer_ok(t, v->peer, v->buf, v->len)) || (s == NULL && v == NULL))
     return REDCOLL_EINVAL;
-  return xfer(t, ctx->deadline_ns, s ? s->peer : -1, s ? s->tag : 0, s ? s->buf : NULL,
+  return xfer(t, ctx->deadline_ns, ctx->channel, s ? s->peer : -1, s ? s->tag : 0,
+              s ? s->buf : NULL,
               s ? s->len : 0, v ? v->peer : -1, v ? v->tag : 0, v ? v->buf : NULL,
               v ? v->len : 0);
 }
@@ -369,6 +436,7 @@ static int th_exchange(void *impl, const redcoll_transport_ctx *ctx,
 static int th_info(void *impl, redcoll_transport_info *info) {
   (void)impl;
   strcpy(info->name, "threads");
+  info->caps = REDCOLL_TRANSPORT_CAP_CHANNELS | REDCOLL_TRANSPORT_CAP_THREADS;
   info->alpha = 2e-6;
   info->beta = 1e-10;
   info->gamma = 2.5e-10;
@@ -380,6 +448,66 @@ static void th_abort(void *impl, int status) {
   world_abort(t->w, status);
 }
 
+/* Every call on the channel group's channels ends with REDCOLL_EABORTED,
+ * now and later. */
+static void th_cancel(void *impl, uint64_t channel, int status) {
+  (void)status;
+  th_world *w = ((th_impl *)impl)->w;
+  pthread_mutex_lock(&w->mu);
+  if (!is_cancelled(w, channel)) {
+    uint64_t *n = realloc(w->cancelled, (w->ncancelled + 1) * sizeof *n);
+    if (n != NULL) {
+      w->cancelled = n;
+      w->cancelled[w->ncancelled++] = GROUP_OF(channel);
+    }
+    wake_all(w, GROUP_OF(channel));
+  }
+  pthread_mutex_unlock(&w->mu);
+}
+
+/* Wakes the other ranks' ports whose unmatched halves wait for rank `me`
+ * on a channel of `group` (UINT64_MAX: any), ending those halves with
+ * REDCOLL_ETRANSPORT if `end` and no abort of the world or the group
+ * comes first (an abort takes precedence over a peer that left; a whole
+ * rank that left is seen by the waits themselves).  Mutex held. */
+static void fail_waiters(th_world *w, int me, uint64_t group, int end) {
+  for (int i = 0; i < w->p; i++)
+    for (th_port *q = w->ranks[i].ports; q != NULL; q = q->next) {
+      if (group != UINT64_MAX && GROUP_OF(q->chan) != group) continue;
+      int hit = 0;
+      th_slot *const sl[2] = {&q->send, &q->recv};
+      for (int k = 0; k < 2; k++)
+        if (sl[k]->state == SLOT_POSTED && sl[k]->peer == me) {
+          if (end && w->aborted == 0 && !is_cancelled(w, q->chan)) {
+            sl[k]->state = SLOT_DONE;
+            sl[k]->status = REDCOLL_ETRANSPORT;
+          }
+          hit = 1;
+        }
+      if (hit) wake(q);
+    }
+}
+
+/* The rank's communicator of the channel group is gone: peers waiting for
+ * it there fail, and its ports of the group are freed. */
+static void th_close(void *impl, uint64_t channel) {
+  th_impl *t = impl;
+  th_world *w = t->w;
+  uint64_t group = GROUP_OF(channel);
+  pthread_mutex_lock(&w->mu);
+  fail_waiters(w, t->rank, group, 1);
+  for (th_port **link = &w->ranks[t->rank].ports; *link != NULL;) {
+    th_port *q = *link;
+    if (GROUP_OF(q->chan) == group) {
+      *link = q->next;
+      port_free(q);
+    } else {
+      link = &q->next;
+    }
+  }
+  pthread_mutex_unlock(&w->mu);
+}
+
 static void th_destroy(void *impl) {
   th_impl *t = impl;
   if (t == NULL) return;
@@ -388,12 +516,7 @@ static void th_destroy(void *impl) {
   pthread_mutex_lock(&w->mu);
   w->ranks[me].gone = 1;
   /* Wake the ranks whose unmatched halves wait for this one. */
-  for (int i = 0; i < w->p; i++) {
-    const th_rank *r = &w->ranks[i];
-    if ((r->send.state == SLOT_POSTED && r->send.peer == me) ||
-        (r->recv.state == SLOT_POSTED && r->recv.peer == me))
-      wake(w, i);
-  }
+  fail_waiters(w, me, UINT64_MAX, 0);
   int last = --w->refs == 0;
   pthread_mutex_unlock(&w->mu);
   if (last) world_free(w);
@@ -408,6 +531,8 @@ static const redcoll_transport_ops threads_ops = {
     .info = th_info,
     .now = NULL, /* CLOCK_MONOTONIC, as deadline_after */
     .exchange = th_exchange,
+    .cancel = th_cancel,
+    .close = th_close,
 };
 
 /* The communicator of rank `rank` in w; takes a reference on w. */
