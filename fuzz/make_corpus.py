@@ -5,7 +5,7 @@ the format: python3 fuzz/make_corpus.py.  Only the standard library."""
 import os
 import struct
 
-VERSION = 3
+VERSION = 4
 DATA, HELLO, BYE, ABORT, REG, TABLE, AUTH = range(1, 8)
 HERE = os.path.dirname(os.path.abspath(__file__))
 JOB = 0x0123456789abcdef
@@ -15,8 +15,8 @@ def hdr(ftype, tag, length, magic=b'RDCL'):
     return magic + struct.pack('<BBHQQ', VERSION, ftype, 0, tag, length)
 
 
-def hello(rank, size, job=JOB):
-    return hdr(HELLO, rank | size << 32, 8) + struct.pack('<Q', job)
+def hello(rank, size, job=JOB, number=0):
+    return hdr(HELLO, rank | size << 32, 16) + struct.pack('<QQ', job, number)
 
 
 def auth(step, payload):

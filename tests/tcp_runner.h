@@ -41,8 +41,12 @@
 typedef struct tcp_run_opts {
   int ipv6;             /* bind ::1 instead of 127.0.0.1 */
   int hosts;            /* REDCOLL_HOSTS-style list instead of the rendezvous */
-  int recreate;         /* every rank creates its communicator, destroys it and
-                         * creates it again on the same ports before fn */
+  int recreate;         /* every rank creates its communicator, calls between
+                         * on it, destroys it and at once creates it again on
+                         * the same ports, this many times, before fn */
+  redcoll_rank_main between; /* NULL: nothing between create and destroy */
+  uint64_t job_step;    /* not 0: the k-th communicator of rank r (k = 0, 1,
+                         * ...) has job id job_ids[r] + k * job_step */
   int start_delay_ms[64]; /* rank r waits this long before it bootstraps */
   /* If not NULL: called in the parent with the rendezvous address (or the
    * host list) once it is chosen, before the ranks start. */
@@ -148,7 +152,7 @@ static void tcp_run__uv_warm_up(void) {
 
 /* Exit codes of a child: 0 ok, 100 + (-status) for a failing status, 99 for
  * CHECK failures, 98 for leaked descriptors, 97 for leaked memory. */
-static int tcp_run__child(int rank, int p, const char *addrs, int hosts, int recreate,
+static int tcp_run__child(int rank, int p, const char *addrs, const tcp_run_opts *o,
                           int delay_ms, uint64_t timeout_ms,
                           const char *secret, uint64_t job_id, redcoll_rank_main fn,
                           void *arg) {
@@ -159,7 +163,7 @@ static int tcp_run__child(int rank, int p, const char *addrs, int hosts, int rec
   redcoll_tcp_config_init(&cfg);
   cfg.rank = rank;
   cfg.size = p;
-  if (hosts) cfg.hosts = addrs;
+  if (o->hosts) cfg.hosts = addrs;
   else cfg.master = addrs;
   cfg.timeout_ms = timeout_ms;
   cfg.secret = secret;
@@ -169,14 +173,14 @@ static int tcp_run__child(int rank, int p, const char *addrs, int hosts, int rec
   int fds_before = tcp_run_fd_count();
   if (delay_ms > 0) tcp_run_sleep_ms(delay_ms);
   int rc = redcoll_tcp_comm_create(&cfg, &comm);
-  if (rc == REDCOLL_OK && recreate) {
+  for (int k = 1; k <= o->recreate && rc == REDCOLL_OK; k++) {
+    /* No sleep and no barrier: a rank's next communicator may connect to
+     * the previous one of a rank that has not destroyed it yet. */
+    if (o->between != NULL) rc = o->between(comm, arg);
     redcoll_comm_destroy(comm);
     comm = NULL;
-    /* Every rank's first communicator must be gone before any second one
-     * connects: with the same host list (and job id) the two are the same
-     * job to the other ranks, so a connection may otherwise reach the
-     * first communicator of a rank that has not destroyed it yet. */
-    tcp_run_sleep_ms(500);
+    if (rc != REDCOLL_OK) break;
+    cfg.job_id = job_id + (uint64_t)k * o->job_step;
     rc = redcoll_tcp_comm_create(&cfg, &comm);
   }
   if (rc == REDCOLL_OK) rc = fn(comm, arg);
@@ -232,7 +236,7 @@ static int tcp_run_opts_run(int p, redcoll_rank_main fn, void *arg, tcp_run_opts
     }
     if (pid == 0) {
       for (int i = 0; i < nports; i++) close(fds[i]);
-      int code = tcp_run__child(r, p, addrs, o->hosts, o->recreate,
+      int code = tcp_run__child(r, p, addrs, o,
                                 r < 64 ? o->start_delay_ms[r] : 0, tmo, r < 64 ? o->secrets[r] : NULL,
                                 r < 64 ? o->job_ids[r] : 0, fn, arg);
       free(fds);

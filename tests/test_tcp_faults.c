@@ -26,6 +26,10 @@
  *            sides with a clear log line and nothing hangs; a stranger that
  *            knows the wire format but not the secret cannot pose as a rank;
  *            a build without libsodium refuses a secret with ENOTSUP;
+ *   reuse    communicators made one after the other on the same ports, each
+ *            at once after the previous one is destroyed (no sleep, no
+ *            barrier), 20 in a row from a host list with one job id and
+ *            with a job id each, 5 from a rendezvous: every one works;
  *   kill     (kept in test_tcp: kill -9 in the middle of an allreduce).
  */
 #include <fcntl.h>
@@ -413,14 +417,16 @@ static void *impostor(void *arg) {
   int fd = connect_to(sh->addr);
   if (fd < 0) return NULL;
   unsigned char m[2 * REDCOLL__TCP_HDR + REDCOLL__TCP_HELLO_LEN + REDCOLL__AUTH_NONCE];
+  memset(m, 0, sizeof m); /* the communicator's number: 0, from a rendezvous */
   redcoll__tcp_encode(m, REDCOLL__FR_HELLO, 1 | (uint64_t)3 << 32, REDCOLL__TCP_HELLO_LEN);
   redcoll__tcp_put_le(m + REDCOLL__TCP_HDR, sh->job, 8);
   unsigned char *a = m + REDCOLL__TCP_HDR + REDCOLL__TCP_HELLO_LEN;
   redcoll__tcp_encode(a, REDCOLL__FR_AUTH, REDCOLL__AUTH_C1, REDCOLL__AUTH_NONCE);
   memset(a + REDCOLL__TCP_HDR, 7, REDCOLL__AUTH_NONCE);
   send(fd, m, sizeof m, MSG_NOSIGNAL);
-  /* Read the challenge, answer garbage. */
-  unsigned char in[REDCOLL__TCP_HDR + REDCOLL__AUTH_NONCE + REDCOLL__AUTH_MAC];
+  /* Read the answer to the HELLO and the challenge, answer garbage. */
+  unsigned char in[2 * REDCOLL__TCP_HDR + REDCOLL__TCP_HELLO_LEN + REDCOLL__AUTH_NONCE +
+                   REDCOLL__AUTH_MAC];
   size_t got = 0;
   while (got < sizeof in) {
     ssize_t r = recv(fd, in + got, sizeof in - got, 0);
@@ -499,11 +505,39 @@ static int rank_quick(redcoll_comm *c, void *arg) {
 
 /* ---- reuse: the same ports again --------------------------------------------- */
 
+/* One communicator of the series: two verified allreduces and a
+ * broadcast, at full speed (no sleep), then it is destroyed; counts the
+ * communicators of this rank in sh->t. */
+static int rank_reuse_round(redcoll_comm *c, void *arg) {
+  shared *sh = arg;
+  int me = redcoll_comm_rank(c), p = redcoll_comm_size(c);
+  int64_t in[64], out[64];
+  for (int it = 0; it < 2; it++) {
+    for (int i = 0; i < 64; i++) in[i] = val(me, (size_t)i) + it;
+    int rc = redcoll_allreduce(c, in, out, 64, REDCOLL_INT64, REDCOLL_SUM);
+    if (rc != REDCOLL_OK) return rc;
+    for (int i = 0; i < 64; i++) {
+      int64_t want = 0;
+      for (int r = 0; r < p; r++) want += val(r, (size_t)i) + it;
+      CHECK_MSG(out[i] == want, "rank %d communicator %d: element %d wrong", me,
+                (int)sh->t[me], i);
+      if (out[i] != want) return REDCOLL_EINVAL;
+    }
+  }
+  int64_t b = me == 1 ? 4242 + (int64_t)sh->t[me] : 0;
+  int rc = redcoll_bcast(c, &b, 1, REDCOLL_INT64, 1);
+  if (rc == REDCOLL_OK && b != 4242 + (int64_t)sh->t[me]) rc = REDCOLL_EINVAL;
+  sh->t[me] += 1;
+  return rc;
+}
+
 static int rank_reuse(redcoll_comm *c, void *arg) {
   shared *sh = arg;
   int me = redcoll_comm_rank(c);
-  sh->st[me] = run_verified(c, 2);
-  return sh->st[me];
+  int rc = rank_reuse_round(c, arg);
+  if (rc == REDCOLL_OK) rc = run_verified(c, 2);
+  sh->st[me] = rc;
+  return rc;
 }
 
 /* ---- abort behind data ------------------------------------------------------ */
@@ -595,18 +629,31 @@ int main(int argc, char **argv) {
     CHECK_MSG(took < 6.0, "the job took %.2f s to run with strangers at its rendezvous", took);
   }
   if (want(argc, argv, "reuse")) {
-    /* A communicator from a host list, destroyed and made again at once on
-     * the same ports, with and without a rendezvous. */
-    for (int hosts = 0; hosts < 2; hosts++) {
+    /* A series of communicators on the same ports, each made at once after
+     * the previous one is destroyed (no sleep, no barrier): from a host
+     * list with one job id for all and with a job id each, and from a
+     * rendezvous.  A rank's next communicator connects to ranks whose
+     * previous one may still run, or be closing its listening socket. */
+    for (int mode = 0; mode < 3; mode++) {
+      int hosts = mode < 2, rounds = hosts ? 20 : 5;
       memset(sh, 0, sizeof *sh);
       memset(&o, 0, sizeof o);
       o.hosts = hosts;
-      o.recreate = 1;
+      o.recreate = rounds;
+      o.between = rank_reuse_round;
+      o.job_step = mode == 1 ? 0x9e3779b97f4a7c15ull : 0;
       o.timeout_ms = 10000;
       o.deadline_s = 60;
+      double t0 = now_s();
       int rc = tcp_run_opts_run(4, rank_reuse, sh, &o);
-      CHECK_MSG(rc == REDCOLL_OK, "hosts %d: %s", hosts, redcoll_status_name(rc));
-      for (int r = 0; r < 4; r++) CHECK_MSG(sh->st[r] == REDCOLL_OK, "hosts %d rank %d", hosts, r);
+      CHECK_MSG(rc == REDCOLL_OK, "mode %d: %s", mode, redcoll_status_name(rc));
+      for (int r = 0; r < 4; r++) {
+        CHECK_MSG(sh->st[r] == REDCOLL_OK, "mode %d rank %d: %s", mode, r,
+                  redcoll_status_name(sh->st[r]));
+        CHECK_MSG((int)sh->t[r] == rounds + 1, "mode %d rank %d: %d communicators of %d", mode,
+                  r, (int)sh->t[r], rounds + 1);
+      }
+      CHECK_MSG(now_s() - t0 < 20, "mode %d took %.1f s", mode, now_s() - t0);
     }
   }
   if (want(argc, argv, "abort_behind")) {

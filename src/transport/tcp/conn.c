@@ -1,6 +1,7 @@
 /* One connection: making it, closing it, stopping its reading, writing a
  * control frame on it (BYE, ABORT, a step of the set-up), refusing it and
- * closing it on a protocol error.  What its reads mean is in recv.c. */
+ * closing it on a protocol error; making a peer's connection again later.
+ * What its reads mean is in recv.c. */
 #include <stdlib.h>
 
 #include "conn.h"
@@ -23,6 +24,23 @@ void redcoll__tcp_conn_close(redcoll__tcp_conn *c) {
     if (p->in == c) p->in = NULL;
   }
   uv_close((uv_handle_t *)&c->h, on_conn_closed);
+}
+
+/* Connects to peer q again after a backoff (2 ms doubling up to a quarter
+ * second): it is not listening yet, or another communicator holds its
+ * port.  The call's timer bounds the whole wait. */
+void redcoll__tcp_retry_later(redcoll__tcp *t, int q) {
+  redcoll__tcp_peer *p = &t->peers[q];
+  if (p->retry_active || t->on_retry == NULL) return;
+  if (!p->retry_init) {
+    uv_timer_init(&t->loop, &p->retry);
+    p->retry.data = p;
+    p->retry_init = 1;
+  }
+  if (p->backoff_ms == 0) p->backoff_ms = 2;
+  uv_timer_start(&p->retry, t->on_retry, p->backoff_ms, 0);
+  p->retry_active = 1;
+  p->backoff_ms = p->backoff_ms * 2 > 250 ? 250 : p->backoff_ms * 2;
 }
 
 redcoll__tcp_conn *redcoll__tcp_conn_new(redcoll__tcp *t, int peer, int out) {

@@ -1,4 +1,5 @@
-/* One connection: new, close, control frames, refusal (conn.c). */
+/* One connection: new, close, control frames, refusal; a peer's retry
+ * (conn.c). */
 #ifndef REDCOLL_TCP_CONN_H
 #define REDCOLL_TCP_CONN_H
 
@@ -9,6 +10,8 @@ redcoll__tcp_conn *redcoll__tcp_conn_new(redcoll__tcp *t, int peer, int out);
 /* Closes c (once) and takes it off its peer; freed by libuv's close. */
 void redcoll__tcp_conn_close(redcoll__tcp_conn *c);
 void redcoll__tcp_conn_read_stop(redcoll__tcp_conn *c);
+/* Connects to peer q again after a backoff (t->on_retry, once). */
+void redcoll__tcp_retry_later(redcoll__tcp *t, int q);
 /* Writes a frame (n bytes of frame, header and payload, at most
  * REDCOLL__TCP_HDR + REDCOLL__AUTH_NONCE + REDCOLL__AUTH_MAC); with close,
  * closes c once it is out. */

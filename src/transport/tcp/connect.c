@@ -5,8 +5,8 @@
 #include "conn.h"
 #include "connect.h"
 #include "failure.h"
+#include "handshake.h"
 #include "recv.h"
-#include "send.h"
 
 static void on_hello_written(uv_write_t *req, int status) {
   redcoll__tcp_conn *c = req->data;
@@ -37,9 +37,28 @@ static void on_connect(uv_connect_t *req, int status) {
     int retryable = !p->said_bye && (status == UV_ECONNREFUSED || status == UV_ETIMEDOUT ||
                                      status == UV_ECONNRESET || status == UV_EAGAIN ||
                                      status == UV_ECONNABORTED);
+    /* A peer that closed a connection before answering it and has let
+     * nobody listen on its port since is gone. */
+    int gone = retryable && p->gone_after_ns != 0 && uv_hrtime() >= p->gone_after_ns;
     int for_abort = c->abort_after_hello;
     redcoll__tcp_conn_close(c);
     if (for_abort) return;
+    if (gone && t->auth) {
+      /* As a close during the authentication: the usual reason is that
+       * the peer gave up on a failed authentication of its own. */
+      redcoll__tcp_auth_fail(t, q, "closed the connection before answering it and is gone (has "
+                                   "it the same secret?)");
+      return;
+    }
+    if (gone) {
+      redcoll__tcp_peer_fail(t, q, REDCOLL_ETRANSPORT, DIR_SEND);
+      redcoll__tcp_set_fatal(t, REDCOLL_ETRANSPORT,
+                             "rank %d (%s) closed this rank's connection before answering it, and "
+                             "nobody has listened there for %llu ms since: it is gone (%s)",
+                             q, redcoll__tcp_peer_addr(t, q, a, sizeof a),
+                             REDCOLL__TCP_GONE_NS / 1000000ull, uv_strerror(status));
+      return;
+    }
     if (!retryable) {
       redcoll__tcp_peer_fail(t, q, REDCOLL_ETRANSPORT, DIR_SEND);
       redcoll__tcp_set_fatal(t, REDCOLL_ETRANSPORT, "cannot connect to rank %d at %s: %s", q,
@@ -50,30 +69,26 @@ static void on_connect(uv_connect_t *req, int status) {
      * quarter second.  The call's timer bounds the whole wait. */
     redcoll__log(3, "tcp rank %d: rank %d at %s: %s, retrying in %u ms", t->rank, q,
                  redcoll__tcp_peer_addr(t, q, a, sizeof a), uv_strerror(status), p->backoff_ms);
-    if (!p->retry_init) {
-      uv_timer_init(&t->loop, &p->retry);
-      p->retry.data = p;
-      p->retry_init = 1;
-    }
-    uv_timer_start(&p->retry, on_retry, p->backoff_ms, 0);
-    p->retry_active = 1;
-    p->backoff_ms = p->backoff_ms * 2 > 250 ? 250 : p->backoff_ms * 2;
+    redcoll__tcp_retry_later(t, q);
     return;
   }
   uv_tcp_nodelay(&c->h, 1);
   redcoll__tcp_encode(c->hello, REDCOLL__FR_HELLO, (uint64_t)t->rank | (uint64_t)t->size << 32,
                       REDCOLL__TCP_HELLO_LEN);
   redcoll__tcp_put_le(c->hello + REDCOLL__TCP_HDR, t->job, 8);
+  redcoll__tcp_put_le(c->hello + REDCOLL__TCP_HDR + 8, t->number, 8);
   size_t hn = REDCOLL__TCP_HDR + REDCOLL__TCP_HELLO_LEN;
+  /* Ready once the peer has answered the HELLO with one of this job and
+   * communicator (redcoll__tcp_hello_arrived), and with a secret once it
+   * has answered the challenge too (redcoll__tcp_auth_arrived): until then
+   * nothing but the set-up goes out, so that a connection that reached
+   * another communicator on the peer's port can be made again. */
   if (t->auth) {
-    /* Ready once the peer has answered the challenge (redcoll__tcp_auth_arrived). */
     redcoll__tcp_auth_nonce(c->nonce_mine);
     redcoll__tcp_encode(c->hello + hn, REDCOLL__FR_AUTH, REDCOLL__AUTH_C1, REDCOLL__AUTH_NONCE);
     memcpy(c->hello + hn + REDCOLL__TCP_HDR, c->nonce_mine, REDCOLL__AUTH_NONCE);
     hn += REDCOLL__TCP_HDR + REDCOLL__AUTH_NONCE;
     c->auth_step = REDCOLL__AUTH_S2;
-  } else {
-    c->ready = 1;
   }
   uv_buf_t b = uv_buf_init((char *)c->hello, (unsigned)hn);
   c->hello_req.data = c;
@@ -83,10 +98,9 @@ static void on_connect(uv_connect_t *req, int status) {
     return;
   }
   t->ctl_pending++;
-  /* Reading an outgoing connection only ever yields the authentication,
-   * BYE, ABORT or the end. */
+  /* Reading an outgoing connection only ever yields the answer to the
+   * HELLO, the authentication, BYE, ABORT or the end. */
   redcoll__tcp_conn_read_start(c);
-  if (!t->auth) redcoll__tcp_out_ready(c);
 }
 
 /* Connects to rank q: the data connection (for_abort 0, 1 when it is made
@@ -102,6 +116,7 @@ void redcoll__tcp_connect_to(redcoll__tcp *t, int q, int for_abort, int control)
     return;
   }
   c->abort_after_hello = for_abort;
+  t->on_retry = on_retry;
   c->creq.data = c;
   int r = uv_tcp_connect(&c->creq, &c->h, (const struct sockaddr *)&p->addr, on_connect);
   if (r != 0) {

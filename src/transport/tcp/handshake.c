@@ -1,7 +1,8 @@
-/* The set-up of a connection after HELLO: the job id of an incoming HELLO,
- * the steps of the authentication on either side, and the rank an incoming
- * connection then belongs to; a failed set-up of this rank's own
- * connection. */
+/* The set-up of a connection after HELLO: the job id and communicator
+ * number of an incoming HELLO and the answer to it, the answer to this
+ * rank's own HELLO, the steps of the authentication on either side, and
+ * the rank an incoming connection then belongs to; a failed set-up of this
+ * rank's own connection. */
 #include "auth.h"
 #include "conn.h"
 #include "failure.h"
@@ -94,20 +95,93 @@ void redcoll__tcp_auth_arrived(redcoll__tcp_conn *c) {
   }
 }
 
-/* The payload of a HELLO that claimed to be rank c->claimed has been read
- * into c->abuf: the job id. */
-void redcoll__tcp_hello_arrived(redcoll__tcp_conn *c) {
+/* The level of a log line about a refused HELLO: `level` for the first
+ * with peer q, debug for the rest (the other side tries again). */
+static int refusal_level(redcoll__tcp *t, int q, int level) {
+  return t->peers[q].refusals++ == 0 ? level : 3;
+}
+
+/* The answer to the HELLO on this rank's connection c has been read into
+ * c->abuf: the job id and communicator number of the one who listens on
+ * the peer's port.  The same as this one's: the connection is the peer's
+ * (with a secret, once the challenge is answered too).  Otherwise the
+ * peer closes it, and this rank connects again later while that is an
+ * earlier communicator on the peer's port or one of another job (it may
+ * be gone soon, a new one taking the port), but gives up on a later one
+ * of this job: the peer has destroyed this communicator. */
+static void answer_arrived(redcoll__tcp_conn *c) {
   redcoll__tcp *t = c->t;
-  int q = c->claimed;
-  uint64_t job = redcoll__tcp_get_le(c->abuf, 8);
-  if (job != t->job) {
-    redcoll__log(1,
-                 "tcp rank %d: dropped a connection claiming to be rank %d: HELLO from another "
-                 "job (job id %016llx, this job's is %016llx)",
-                 t->rank, q, (unsigned long long)job, (unsigned long long)t->job);
-    redcoll__tcp_conn_close(c);
+  int q = c->peer;
+  char a[64];
+  uint64_t job = redcoll__tcp_get_le(c->abuf, 8), number = redcoll__tcp_get_le(c->abuf + 8, 8);
+  t->peers[q].gone_after_ns = 0; /* somebody listens there */
+  if (job == t->job && number == t->number) {
+    c->answered = 1;
+    if (!t->auth) redcoll__tcp_out_ready(c);
     return;
   }
+  int data = t->peers[q].out == c && !c->abort_after_hello;
+  redcoll__tcp_conn_close(c);
+  if (!data) return;
+  redcoll__tcp_peer_addr(t, q, a, sizeof a);
+  if (job == t->job && number > t->number) {
+    redcoll__tcp_peer_fail(t, q, REDCOLL_ETRANSPORT, DIR_SEND);
+    redcoll__tcp_set_fatal(t, REDCOLL_ETRANSPORT,
+                           "rank %d (%s) has destroyed this communicator: it runs a later one "
+                           "of this job (its number %llu, this one's %llu)",
+                           q, a, (unsigned long long)number, (unsigned long long)t->number);
+    return;
+  }
+  if (job != t->job)
+    redcoll__log(refusal_level(t, q, 1),
+                 "tcp rank %d: rank %d's port %s is held by a communicator of another job (job "
+                 "id %016llx, this job's is %016llx): connecting again until it is gone",
+                 t->rank, q, a, (unsigned long long)job, (unsigned long long)t->job);
+  else
+    redcoll__log(refusal_level(t, q, 2),
+                 "tcp rank %d: rank %d's port %s is still held by an earlier communicator of "
+                 "this job (its number %llu, this one's %llu): connecting again until it is gone",
+                 t->rank, q, a, (unsigned long long)number, (unsigned long long)t->number);
+  redcoll__tcp_retry_later(t, q);
+}
+
+/* The payload of a HELLO has been read into c->abuf: the job id and the
+ * communicator's number.  On an accepted connection (from one claiming to
+ * be rank c->claimed) it is answered with this rank's own; a HELLO of
+ * another job or another communicator of this job is refused (the
+ * connection closes after the answer), without disturbing this one. */
+void redcoll__tcp_hello_arrived(redcoll__tcp_conn *c) {
+  if (c->out) {
+    answer_arrived(c);
+    return;
+  }
+  redcoll__tcp *t = c->t;
+  int q = c->claimed;
+  uint64_t job = redcoll__tcp_get_le(c->abuf, 8), number = redcoll__tcp_get_le(c->abuf + 8, 8);
+  int same = job == t->job && number == t->number;
+  unsigned char fr[REDCOLL__TCP_HDR + REDCOLL__TCP_HELLO_LEN];
+  redcoll__tcp_encode(fr, REDCOLL__FR_HELLO, (uint64_t)t->rank | (uint64_t)t->size << 32,
+                      REDCOLL__TCP_HELLO_LEN);
+  redcoll__tcp_put_le(fr + REDCOLL__TCP_HDR, t->job, 8);
+  redcoll__tcp_put_le(fr + REDCOLL__TCP_HDR + 8, t->number, 8);
+  if (!same) {
+    if (job != t->job)
+      redcoll__log(refusal_level(t, q, 1),
+                   "tcp rank %d: dropped a connection claiming to be rank %d: HELLO from another "
+                   "job (job id %016llx, this job's is %016llx)",
+                   t->rank, q, (unsigned long long)job, (unsigned long long)t->job);
+    else
+      redcoll__log(refusal_level(t, q, 2),
+                   "tcp rank %d: dropped a connection of rank %d: HELLO from %s communicator of "
+                   "this job (its number %llu, this one's %llu)",
+                   t->rank, q, number > t->number ? "a later" : "an earlier",
+                   (unsigned long long)number, (unsigned long long)t->number);
+    c->refused = 1;
+    redcoll__tcp_conn_read_stop(c);
+    redcoll__tcp_ctl_write_bytes(c, fr, sizeof fr, 1);
+    return;
+  }
+  redcoll__tcp_ctl_write_bytes(c, fr, sizeof fr, 0);
   if (t->auth) {
     /* Identified only once it has proved it knows the secret. */
     c->auth_step = REDCOLL__AUTH_C1;
@@ -119,6 +193,8 @@ void redcoll__tcp_hello_arrived(redcoll__tcp_conn *c) {
 /* An AUTH frame header. */
 void redcoll__tcp_auth_frame(redcoll__tcp_conn *c, const redcoll__tcp_frame *f) {
   redcoll__tcp *t = c->t;
+  if (c->out && !c->answered)
+    return redcoll__tcp_conn_proto(c, "authentication before the answer to HELLO");
   if (f->tag == REDCOLL__AUTH_REFUSED && f->len == 0) {
     if (!c->out || c->peer < 0) {
       redcoll__tcp_conn_close(c);

@@ -160,6 +160,28 @@ void redcoll__tcp_conn_lost(redcoll__tcp_conn *c, int uverr) {
   redcoll__tcp *t = c->t;
   int q = c->peer;
   char a[64];
+  if (c->out && q >= 0 && !c->answered) {
+    /* Closed before it answered the HELLO: nothing but the set-up went out
+     * on it, so it can be made again.  The usual cause: the listening
+     * socket of an earlier communicator on the peer's port closed with this
+     * connection in its backlog. */
+    redcoll__tcp_peer *p = &t->peers[q];
+    int data = p->out == c && !c->abort_after_hello;
+    redcoll__tcp_conn_close(c);
+    if (!data) return;
+    if (p->said_bye) { /* gone for good, as a refused connection is then */
+      redcoll__tcp_peer_fail(t, q, REDCOLL_ETRANSPORT, DIR_SEND);
+      redcoll__tcp_set_fatal(t, REDCOLL_ETRANSPORT, "rank %d (%s) closed the connection: %s", q,
+                             redcoll__tcp_peer_addr(t, q, a, sizeof a), uv_strerror(uverr));
+      return;
+    }
+    redcoll__log(3, "tcp rank %d: rank %d (%s) closed the connection before answering: %s, "
+                    "connecting again", t->rank, q, redcoll__tcp_peer_addr(t, q, a, sizeof a),
+                 uv_strerror(uverr));
+    if (p->gone_after_ns == 0) p->gone_after_ns = uv_hrtime() + REDCOLL__TCP_GONE_NS;
+    redcoll__tcp_retry_later(t, q);
+    return;
+  }
   if (q < 0 || (!c->ready && c->out)) {
     if (c->out && q >= 0 && c->auth_step != 0 && !c->abort_after_hello && !c->refused) {
       redcoll__tcp_conn_close(c);
@@ -207,9 +229,21 @@ static void frame_arrived(redcoll__tcp_conn *c, const redcoll__tcp_frame *f) {
   case REDCOLL__FR_AUTH:
     return redcoll__tcp_auth_frame(c, f);
   case REDCOLL__FR_HELLO: {
-    if (c->out || c->peer >= 0 || c->auth_step != 0 || c->claimed >= 0)
-      return redcoll__tcp_conn_proto(c, "unexpected HELLO");
     const char *why = NULL;
+    if (c->out) {
+      /* The answer to this rank's HELLO: from the rank it called, of a
+       * communicator of the same size; its payload decides. */
+      if (c->answered || c->peer < 0) return redcoll__tcp_conn_proto(c, "unexpected HELLO");
+      int q = redcoll__tcp_hello_check(f, t->rank, t->size, &why);
+      if (q != c->peer)
+        return redcoll__tcp_conn_proto(c, q < 0 ? why : "the answer to HELLO names another rank");
+      c->astep = REDCOLL__ASTEP_HELLO;
+      c->aneed = REDCOLL__TCP_HELLO_LEN;
+      c->agot = 0;
+      return;
+    }
+    if (c->peer >= 0 || c->auth_step != 0 || c->claimed >= 0)
+      return redcoll__tcp_conn_proto(c, "unexpected HELLO");
     int q = redcoll__tcp_hello_check(f, t->rank, t->size, &why);
     if (q < 0) return redcoll__tcp_conn_proto(c, why);
     /* Its payload, the job id, decides (redcoll__tcp_hello_arrived). */

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <sys/random.h>
 #include <sys/socket.h>
@@ -115,6 +116,42 @@ static int check_loopback(redcoll__tcp *t) {
 
 /* ---- REDCOLL_HOSTS ---------------------------------------------------------------- */
 
+/* The number of a communicator made from a host list: the how-manieth of
+ * its job id, rank and size this process makes (1, 2, ...).  Every rank
+ * makes its communicators in the same order, so the numbers agree, and a
+ * HELLO carrying another number comes from a communicator before or after
+ * this one on the same ports (wire.h).  The last NUMBERS keys are kept. */
+#define NUMBERS 64
+static pthread_mutex_t numbers_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+  uint64_t job, count, used;
+  int rank, size;
+} numbers[NUMBERS];
+static uint64_t numbers_clock;
+
+static uint64_t next_number(uint64_t job, int rank, int size) {
+  pthread_mutex_lock(&numbers_lock);
+  int slot = -1, oldest = 0;
+  for (int i = 0; i < NUMBERS && slot < 0; i++) {
+    if (numbers[i].count != 0 && numbers[i].job == job && numbers[i].rank == rank &&
+        numbers[i].size == size)
+      slot = i;
+    else if (numbers[i].used < numbers[oldest].used)
+      oldest = i;
+  }
+  if (slot < 0) {
+    slot = oldest;
+    numbers[slot].job = job;
+    numbers[slot].rank = rank;
+    numbers[slot].size = size;
+    numbers[slot].count = 0;
+  }
+  uint64_t n = ++numbers[slot].count;
+  numbers[slot].used = ++numbers_clock;
+  pthread_mutex_unlock(&numbers_lock);
+  return n;
+}
+
 static int boot_hosts(redcoll__tcp *t, const redcoll_tcp_config *cfg) {
   const char *s = cfg->hosts, *e;
   size_t len;
@@ -152,6 +189,7 @@ static int boot_hosts(redcoll__tcp *t, const redcoll_tcp_config *cfg) {
   rc = listen_on(t, &la, !expl);
   /* Others know this rank by its entry in the list. */
   t->self = t->peers[t->rank].addr;
+  if (rc == REDCOLL_OK) t->number = next_number(t->job, t->rank, t->size);
   return rc;
 }
 

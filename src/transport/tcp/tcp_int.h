@@ -16,6 +16,11 @@
 #include "redcoll/tcp.h"
 #include "wire.h"
 
+/* How long a peer that closed a connection before answering its HELLO may
+ * refuse connections before it counts as gone (connect.c): a new
+ * communicator listens on the port of a destroyed one at once. */
+#define REDCOLL__TCP_GONE_NS 1000000000ull
+
 /* The read buffer of an incoming connection (recv.c). */
 #define REDCOLL__TCP_RBUF 16384
 
@@ -35,6 +40,8 @@ struct redcoll__tcp_conn {
   int ctl_only; /* an extra incoming connection from a peer that already has
                  * one: it may carry ABORT and BYE, never data */
   int abort_after_hello; /* opened by abort: send ABORT once connected */
+  int answered; /* out: the peer answered the HELLO with one of this job and
+                 * communicator; nothing but the set-up is sent before */
   /* Authentication: the step awaited next (0: none), the rank the HELLO
    * claimed (accepted connections), the nonces, a payload being read. */
   int auth_step;
@@ -95,6 +102,13 @@ typedef struct redcoll__tcp_peer {
   /* The peer said goodbye (destroyed its communicator): it sends nothing
    * new, and a refused connection to it means it is gone. */
   int said_bye;
+  /* HELLOs refused to or by this peer (another job or communicator on the
+   * same ports): the first is logged at its level, the rest at debug. */
+  int refusals;
+  /* A connection to it closed before its answer (the port's listener was
+   * closing, or the peer went away): refused connections are retried
+   * until this time (uv_hrtime ns) only; 0: none. */
+  uint64_t gone_after_ns;
 } redcoll__tcp_peer;
 
 struct redcoll__tcp {
@@ -125,8 +139,12 @@ struct redcoll__tcp {
   /* What the listener calls for a new connection (tcp.c hands it, from
    * connect.c, to the bootstrap, which opens the listener). */
   uv_connection_cb on_accept;
+  /* What a peer's retry timer calls (connect.c sets it before its first
+   * connection; redcoll__tcp_retry_later starts the timer). */
+  uv_timer_cb on_retry;
   uint64_t abort_tag; /* the ABORT frame's tag, once aborting */
   uint64_t job;            /* the job id every HELLO must carry */
+  uint64_t number;         /* and the communicator's number (wire.h) */
   uint32_t table_cpus;     /* the rendezvous table's CPU count (0: none) */
   int auth;                /* a secret is set: connections authenticate */
   unsigned char key[32];   /* SHA-256 of the secret */

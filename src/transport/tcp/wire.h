@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #define REDCOLL__TCP_MAGIC 0x4c434452u /* "RDCL" little-endian */
-#define REDCOLL__TCP_VERSION 3
+#define REDCOLL__TCP_VERSION 4
 #define REDCOLL__TCP_HDR 24
 /* An address in the rendezvous: family (u16: 4 or 6), port (u16), 16 bytes
  * of address (IPv4 in the first 4). */
@@ -17,7 +17,12 @@
 enum {
   REDCOLL__FR_DATA = 1,  /* tag: the message tag; len: payload bytes */
   REDCOLL__FR_HELLO = 2, /* first frame of a connection; tag: rank | size << 32;
-                          * len: HELLO_LEN, the job id (u64) */
+                          * len: HELLO_LEN, the job id (u64) and the
+                          * communicator's number (u64, see below).  The
+                          * accepting rank answers with a HELLO of its own
+                          * (its rank, its job id and number) and closes the
+                          * connection after it if they differ; the
+                          * connecting rank sends nothing else until then */
   REDCOLL__FR_BYE = 3,   /* the sender is closing normally; len 0; tag 1 if it
                           * has a connection to the receiver that may still
                           * carry data (it ends with a BYE of its own), else 0 */
@@ -36,8 +41,13 @@ enum {
 
 /* The part of a TABLE's payload before the addresses. */
 #define REDCOLL__TCP_TABLE_HEAD 12
-/* The payload of a HELLO: the job id, u64 little-endian. */
-#define REDCOLL__TCP_HELLO_LEN 8
+/* The payload of a HELLO: the job id and the communicator's number, u64
+ * little-endian each.  The number tells apart communicators made one after
+ * the other on the same ports with the same job id: a communicator from a
+ * host list is the n-th of its job id, rank and size in its process (1,
+ * 2, ...); one from a rendezvous has 0 (the rendezvous already keeps them
+ * apart). */
+#define REDCOLL__TCP_HELLO_LEN 16
 
 /* The challenge-response after HELLO when the job has a secret; the
  * connecting rank is the client C, the accepting one the server S:
