@@ -14,9 +14,11 @@ const char *redcoll__tcp_peer_addr(redcoll__tcp *t, int q, char *buf, size_t len
 
 /* Breaks every call of this rank with status; the first reason is logged. */
 void redcoll__tcp_set_fatal(redcoll__tcp *t, int status, const char *fmt, ...) {
-  /* The first reason stays, but a peer's abort explains a closed
-   * connection better than the closing does: it takes precedence. */
-  if (t->fatal != REDCOLL_OK && !(status == REDCOLL_EABORTED && t->fatal == REDCOLL_ETRANSPORT))
+  /* The first reason stays, but a peer's abort or a failed
+   * authentication explains a closed connection better than the closing
+   * does: they take precedence. */
+  if (t->fatal != REDCOLL_OK &&
+      !((status == REDCOLL_EABORTED || status == REDCOLL_EPROTO) && t->fatal == REDCOLL_ETRANSPORT))
     return;
   t->fatal = status;
   char msg[512];
@@ -45,4 +47,16 @@ void redcoll__tcp_peer_fail(redcoll__tcp *t, int q, int status, int dirs) {
     p->rx->status = status;
     p->rx = NULL;
   }
+}
+
+uint64_t redcoll__tcp_bye_tag(const redcoll__tcp *t, int has_out) {
+  uint64_t tag = has_out ? 1 : 0;
+  if (t->fatal == REDCOLL_OK && !t->aborting) return tag;
+  tag |= 2;
+  if (t->abort_from < 0) return tag | (uint64_t)0xffff << 2;
+  uint64_t why = t->abort_why;
+  tag |= (uint64_t)(t->abort_from & 0xffff) << 2;
+  if ((why >> 32 & 0xff) == 1) tag |= (uint64_t)1 << 18 | (why >> 40 & 0xffff) << 19;
+  tag |= (uint64_t)(uint16_t)(int16_t)(int32_t)(uint32_t)why << 35;
+  return tag;
 }

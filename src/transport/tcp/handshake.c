@@ -19,6 +19,26 @@ void redcoll__tcp_auth_fail(redcoll__tcp *t, int q, const char *why) {
                          redcoll__tcp_peer_addr(t, q, a, sizeof a), why);
 }
 
+/* An incoming connection claiming to be rank q failed its authentication
+ * (its side refused this rank's answer, or its answer did not match): a
+ * stranger, or rank q with another secret.  This rank checks for itself by
+ * connecting to q, unless it has a connection to q already: if q has
+ * another secret that connection fails and says so (redcoll__tcp_auth_fail),
+ * so every rank learns it at once rather than at its timeout; a stranger
+ * costs one connection that is needed anyway. */
+static void check_claim(redcoll__tcp *t, int q) {
+  if (q < 0 || q >= t->size || q == t->rank) return;
+  redcoll__tcp_peer *p = &t->peers[q];
+  /* Also once a lost connection broke the communicator: a failed
+   * authentication is the better reason, and the wait still listens. */
+  if (p->out != NULL || p->err_send != REDCOLL_OK || p->retry_active ||
+      (t->fatal != REDCOLL_OK && t->fatal != REDCOLL_ETRANSPORT))
+    return;
+  redcoll__log(2, "tcp rank %d: checking rank %d's secret with a connection of its own", t->rank, q);
+  p->backoff_ms = 2;
+  t->connect_peer(t, q, 0);
+}
+
 /* The incoming connection c has proved to be rank q's (HELLO of this job,
  * and the secret if there is one).  Its first is the data connection; a
  * second one is a control connection, opened by a rank that aborts while
@@ -84,6 +104,7 @@ void redcoll__tcp_auth_arrived(redcoll__tcp_conn *c) {
                    "failed (another secret?)",
                    t->rank, q);
       redcoll__tcp_conn_refuse(c);
+      check_claim(t, q);
       return;
     }
     c->auth_step = 0;
@@ -197,7 +218,9 @@ void redcoll__tcp_auth_frame(redcoll__tcp_conn *c, const redcoll__tcp_frame *f) 
     return redcoll__tcp_conn_proto(c, "authentication before the answer to HELLO");
   if (f->tag == REDCOLL__AUTH_REFUSED && f->len == 0) {
     if (!c->out || c->peer < 0) {
+      int q = !c->out && c->auth_step != 0 ? c->claimed : -1;
       redcoll__tcp_conn_close(c);
+      if (q >= 0) check_claim(t, q);
       return;
     }
     int q = c->peer;

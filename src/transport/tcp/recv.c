@@ -144,9 +144,47 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b) {
  * rank that may still carry data (has_out 0) and none is open here,
  * nothing can ever arrive from it: receives from it fail now, not at the
  * timeout. */
-static void peer_said_bye(redcoll__tcp *t, int q, int has_out) {
+/* This rank learns that rank `from` aborted, with an ABORT frame's tag
+ * (`why`): the communicator is broken with REDCOLL_EABORTED and the reason
+ * (an authentication that failed, or the status), told by `via`. */
+static void abort_learnt(redcoll__tcp *t, const char *via, int from, uint64_t why) {
+  if (t->abort_from < 0) {
+    t->abort_from = from;
+    t->abort_why = why;
+  }
+  int st = (int)(int32_t)(uint32_t)why;
+  if (((why >> 32) & 0xff) == 1)
+    redcoll__tcp_set_fatal(t, REDCOLL_EABORTED,
+                           "%srank %d aborted: its authentication with rank %d failed (not the "
+                           "same REDCOLL_SECRET?)",
+                           via, from, (int)(why >> 40));
+  else
+    redcoll__tcp_set_fatal(t, REDCOLL_EABORTED, "%srank %d aborted with status %d (%s)", via, from,
+                           st, redcoll_status_name(st));
+}
+
+/* Rank q said goodbye (BYE, redcoll__tcp_bye_tag): whether its data
+ * connection to this rank is still open, and whether it left after an
+ * abort, and whose. */
+static void peer_said_bye(redcoll__tcp *t, int q, uint64_t tag) {
   redcoll__tcp_peer *p = &t->peers[q];
+  int has_out = (int)(tag & 1);
   p->said_bye = 1;
+  if (tag & 2) {
+    /* It gave up after an abort (its own, sent before this BYE, or one it
+     * was told of): that is the reason to report, not its leaving. */
+    int from = (int)(tag >> 2 & 0xffff);
+    char via[48];
+    snprintf(via, sizeof via, "rank %d left after an abort: ", q);
+    if (from == 0xffff) {
+      redcoll__tcp_set_fatal(t, REDCOLL_EABORTED, "rank %d left after its communicator broke", q);
+    } else {
+      uint64_t why = (uint64_t)(uint32_t)(int32_t)(int16_t)(uint16_t)(tag >> 35 & 0xffff);
+      if (tag >> 18 & 1) why |= (uint64_t)1 << 32 | (tag >> 19 & 0xffff) << 40;
+      abort_learnt(t, via, from, why);
+    }
+    return;
+  }
   if (!has_out && p->in == NULL) {
     if (p->rx != NULL)
       redcoll__log(0, "tcp rank %d: rank %d closed its communicator while this rank waits for "
@@ -202,8 +240,12 @@ void redcoll__tcp_conn_lost(redcoll__tcp_conn *c, int uverr) {
   if (c->bye && (uverr == UV_EOF || uverr == UV_ECONNRESET)) {
     /* Closed normally: only what uses this connection fails from now on.
      * (The connection of the other direction may still hold messages.) */
-    redcoll__log(3, "tcp rank %d: rank %d closed its %s connection", t->rank, q,
-                 c->out ? "incoming" : "outgoing");
+    if (!c->out && t->peers[q].rx != NULL)
+      redcoll__log(0, "tcp rank %d: rank %d closed its communicator while this rank waits for "
+                      "a message from it", t->rank, q);
+    else
+      redcoll__log(3, "tcp rank %d: rank %d closed its %s connection", t->rank, q,
+                   c->out ? "incoming" : "outgoing");
     redcoll__tcp_conn_close(c);
     redcoll__tcp_peer_fail(t, q, REDCOLL_ETRANSPORT, c->out ? DIR_SEND : DIR_RECV);
     return;
@@ -254,24 +296,15 @@ static void frame_arrived(redcoll__tcp_conn *c, const redcoll__tcp_frame *f) {
     return;
   }
   case REDCOLL__FR_BYE:
-    if (c->peer < 0 || f->tag > 1 || f->len != 0) return redcoll__tcp_conn_proto(c, "bad BYE");
+    if (c->peer < 0 || f->tag >> REDCOLL__TCP_BYE_BITS != 0 || f->len != 0)
+      return redcoll__tcp_conn_proto(c, "bad BYE");
     c->bye = 1;
-    peer_said_bye(t, c->peer, (int)f->tag);
+    peer_said_bye(t, c->peer, f->tag);
     return;
-  case REDCOLL__FR_ABORT: {
+  case REDCOLL__FR_ABORT:
     if (c->peer < 0 || f->len != 0) return redcoll__tcp_conn_proto(c, "bad ABORT");
-    int st = (int)(int32_t)(uint32_t)f->tag;
-    if (((f->tag >> 32) & 0xff) == 1)
-      redcoll__tcp_set_fatal(
-          t, REDCOLL_EABORTED,
-          "rank %d aborted: its authentication with rank %d failed (not the same "
-          "REDCOLL_SECRET?)",
-          c->peer, (int)(f->tag >> 40));
-    else
-      redcoll__tcp_set_fatal(t, REDCOLL_EABORTED, "rank %d aborted with status %d (%s)", c->peer,
-                             st, redcoll_status_name(st));
+    abort_learnt(t, "", c->peer, f->tag);
     return;
-  }
   case REDCOLL__FR_DATA:
     if (c->out || c->peer < 0 || c->ctl_only)
       return redcoll__tcp_conn_proto(c, "DATA on a wrong connection");
@@ -290,6 +323,13 @@ static void frame_arrived(redcoll__tcp_conn *c, const redcoll__tcp_frame *f) {
   }
 }
 
+/* Whether frames are still parsed: while nothing broke the communicator,
+ * and while only a lost connection did, so that an ABORT or a BYE that
+ * explains it is seen (data is no longer delivered then). */
+static int listening(const redcoll__tcp *t) {
+  return t->fatal == REDCOLL_OK || t->fatal == REDCOLL_ETRANSPORT;
+}
+
 /* Nothing more can be delivered from c's buffer without reading more. */
 static int rx_stuck(redcoll__tcp_conn *c) {
   size_t avail = c->rhi - c->rlo;
@@ -304,7 +344,7 @@ static int rx_stuck(redcoll__tcp_conn *c) {
  * end of the connection once nothing deliverable is left. */
 void redcoll__tcp_rx_pump(redcoll__tcp_conn *c) {
   redcoll__tcp *t = c->t;
-  while (!c->closing && redcoll__tcp_buffered(c) && t->fatal == REDCOLL_OK) {
+  while (!c->closing && redcoll__tcp_buffered(c) && listening(t)) {
     if (c->have_frame) {
       redcoll__tcp_try_match(t, c->peer);
       if (c->have_frame) break;
@@ -329,7 +369,7 @@ void redcoll__tcp_rx_pump(redcoll__tcp_conn *c) {
     if (rx_stuck(c)) redcoll__tcp_conn_lost(c, c->lost);
     return;
   }
-  if (!c->reading && t->fatal == REDCOLL_OK && (c->rlo > 0 || c->rhi < REDCOLL__TCP_RBUF))
+  if (!c->reading && listening(t) && (c->rlo > 0 || c->rhi < REDCOLL__TCP_RBUF))
     redcoll__tcp_conn_read_start(c);
 }
 

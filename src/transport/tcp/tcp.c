@@ -56,8 +56,9 @@ static int wait_done(const wait_set *w) {
 }
 
 static void run_bounded(redcoll__tcp *t, int (*busy)(redcoll__tcp *), uint64_t ms);
-static int not_aborted(redcoll__tcp *t) { return t->fatal != REDCOLL_EABORTED; }
-/* How long a wait that ends with a lost peer listens for an ABORT. */
+static int only_lost(redcoll__tcp *t) { return t->fatal == REDCOLL_ETRANSPORT; }
+/* How long a wait that ends with a lost peer listens for a better reason
+ * (an ABORT, a failed authentication). */
 #define ABORT_GRACE_MS 250
 
 /* Runs the loop until everything in w is done.  Returns REDCOLL_OK or the
@@ -141,11 +142,13 @@ static int wait_for(redcoll__tcp *t, wait_set *w, const char *what, int peer) {
     }
     w->s->done = 1;
   }
-  /* A peer gone is often the echo of an abort elsewhere, which explains
-   * more: give an ABORT already on its way a moment to arrive. */
-  if (rc == REDCOLL_ETRANSPORT) {
-    run_bounded(t, not_aborted, ABORT_GRACE_MS);
-    if (t->fatal == REDCOLL_EABORTED) rc = REDCOLL_EABORTED;
+  /* A lost connection (a peer gone without its BYE) is often the echo of
+   * an abort elsewhere, which explains more: give an ABORT already on its
+   * way a moment to arrive.  A peer that said BYE has said whether it was
+   * aborted: its close is reported at once. */
+  if (rc == REDCOLL_ETRANSPORT && t->fatal == REDCOLL_ETRANSPORT) {
+    run_bounded(t, only_lost, ABORT_GRACE_MS);
+    rc = t->fatal;
   }
   return rc;
 }
@@ -268,6 +271,10 @@ static void tcp_abort(void *impl, int status) {
   uint64_t tag = (uint32_t)(int32_t)status;
   if (t->auth_failed_with >= 0) tag |= (uint64_t)1 << 32 | (uint64_t)t->auth_failed_with << 40;
   t->abort_tag = tag;
+  if (t->abort_from < 0) {
+    t->abort_from = t->rank;
+    t->abort_why = tag;
+  }
   redcoll__log(2, "tcp rank %d: aborting (%s)", t->rank, redcoll_status_name(status));
   for (int q = 0; q < t->size; q++) {
     if (q == t->rank) continue;
@@ -317,10 +324,11 @@ static void tcp_destroy(void *impl) {
     if (!t->in_call) {
       for (redcoll__tcp_conn *c = t->conns.next; c != &t->conns; c = c->next) {
         if (!c->ready || c->closing || c->peer < 0) continue;
-        /* Tag 1: this rank's data connection to that peer is open, and
-         * the peer should read it to its end before giving up on it. */
+        /* The tag says whether this rank's data connection to that peer
+         * is open (the peer should read it to its end before giving up on
+         * it), and whether and why this rank was aborted. */
         const redcoll__tcp_conn *o = t->peers[c->peer].out;
-        redcoll__tcp_ctl_send(c, REDCOLL__FR_BYE, o != NULL && !o->closing ? 1 : 0);
+        redcoll__tcp_ctl_send(c, REDCOLL__FR_BYE, redcoll__tcp_bye_tag(t, o != NULL && !o->closing));
       }
       if (t->timer_init) run_bounded(t, ctl_busy, 500);
     }
@@ -411,6 +419,7 @@ REDCOLL_API int redcoll_tcp_comm_create(const redcoll_tcp_config *cfg, redcoll_c
   t->timeout_ms = cfg->timeout_ms ? cfg->timeout_ms : REDCOLL_TCP_DEFAULT_TIMEOUT_MS;
   t->coll_deadline_ns = UINT64_MAX;
   t->auth_failed_with = -1;
+  t->abort_from = -1;
   t->peers = calloc((size_t)cfg->size, sizeof *t->peers);
   if (t->peers == NULL) {
     rc = REDCOLL_ENOMEM;
@@ -427,6 +436,7 @@ REDCOLL_API int redcoll_tcp_comm_create(const redcoll_tcp_config *cfg, redcoll_c
   t->timer_init = 1;
   ignore_sigpipe();
   t->on_accept = redcoll__tcp_on_accept;
+  t->connect_peer = redcoll__tcp_peer_connect;
   rc = redcoll__tcp_auth_init(t, cfg->secret);
   if (rc == REDCOLL_OK) rc = redcoll__tcp_bootstrap(t, cfg);
   if (rc != REDCOLL_OK) goto fail;

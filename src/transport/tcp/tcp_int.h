@@ -142,7 +142,16 @@ struct redcoll__tcp {
   /* What a peer's retry timer calls (connect.c sets it before its first
    * connection; redcoll__tcp_retry_later starts the timer). */
   uv_timer_cb on_retry;
+  /* How the authentication opens this rank's connection to a peer whose
+   * claim it must check (tcp.c hands it from connect.c; the files that
+   * parse frames cannot call connect.c, which calls them). */
+  void (*connect_peer)(struct redcoll__tcp *t, int q, int for_abort);
   uint64_t abort_tag; /* the ABORT frame's tag, once aborting */
+  /* The first abort this rank learnt of (its own or a peer's ABORT): who
+   * and why (an ABORT frame's tag), so that its BYE can say why it left;
+   * abort_from -1: none. */
+  int abort_from;
+  uint64_t abort_why;
   uint64_t job;            /* the job id every HELLO must carry */
   uint64_t number;         /* and the communicator's number (wire.h) */
   uint32_t table_cpus;     /* the rendezvous table's CPU count (0: none) */

@@ -23,9 +23,11 @@ enum {
                           * (its rank, its job id and number) and closes the
                           * connection after it if they differ; the
                           * connecting rank sends nothing else until then */
-  REDCOLL__FR_BYE = 3,   /* the sender is closing normally; len 0; tag 1 if it
-                          * has a connection to the receiver that may still
-                          * carry data (it ends with a BYE of its own), else 0 */
+  REDCOLL__FR_BYE = 3,   /* the sender is closing normally; len 0; tag bit 0
+                          * if it has a connection to the receiver that may
+                          * still carry data (it ends with a BYE of its own),
+                          * and whether and why it was aborted (see
+                          * REDCOLL__TCP_BYE_BITS) */
   REDCOLL__FR_ABORT = 4, /* the sender gave up; len 0; tag: its status (low 32
                           * bits), a reason (bits 32..39: 1 = authentication
                           * with rank (bits 40..63) failed) */
@@ -76,6 +78,13 @@ typedef struct redcoll__tcp_frame {
   uint64_t tag;
   uint64_t len;
 } redcoll__tcp_frame;
+
+/* A BYE's tag: bit 0, the sender's data connection to the receiver is
+ * still open; bit 1, the sender left after an abort; then bits 2..17 the
+ * rank that aborted (0xffff: not known), bit 18 its authentication failed,
+ * bits 19..34 with which rank, bits 35..50 the abort's status (int16).
+ * Nothing above. */
+#define REDCOLL__TCP_BYE_BITS 51
 
 void redcoll__tcp_encode(unsigned char *out, unsigned type, uint64_t tag, uint64_t len);
 /* REDCOLL_EPROTO if magic, version, reserved bits or type are wrong. */
