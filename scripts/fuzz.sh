@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets in fuzz/ with clang (AddressSanitizer and
 # UBSan) and runs each for a bounded time on a copy of its seed corpus
-# (fuzz/corpus/<target>/).  Installs clang with apt-get when it is missing.
+# (fuzz/corpus/<target>/): the TCP frame header, the connection set-up, and
+# the address and host-list parsers.  Installs clang with apt-get when it
+# is missing.
 #
 #   scripts/fuzz.sh [seconds per target, default 20] [build dir, default build-fuzz]
 #
@@ -19,6 +21,19 @@ if ! command -v clang >/dev/null 2>&1; then
   $sudo apt-get install -y -qq --no-install-recommends clang
 fi
 uv_cflags="$(pkg-config --cflags libuv 2>/dev/null || true)"
+# What each target is linked with besides its own file.
+sources() {
+  local tcp="$root/src/transport/tcp"
+  case "$1" in
+    addr) echo "$tcp/wire.c $tcp/addr.c $tcp/config.c $root/src/base/log.c $root/src/base/env.c" ;;
+    *) echo "$tcp/wire.c" ;;
+  esac
+}
+libs() {
+  case "$1" in
+    addr) pkg-config --libs libuv 2>/dev/null || echo -luv ;;
+  esac
+}
 mkdir -p "$out"
 for src in "$root"/fuzz/fuzz_*.c; do
   name="$(basename "$src" .c)"
@@ -28,7 +43,7 @@ for src in "$root"/fuzz/fuzz_*.c; do
   clang -g -O1 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror \
     -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
     -I"$root/include" -I"$root/src/base" -I"$root/src" $uv_cflags \
-    "$src" "$root/src/transport/tcp/wire.c" -o "$out/$name"
+    "$src" $(sources "$target") -o "$out/$name" $(libs "$target")
   corpus="$out/corpus-$target"
   mkdir -p "$corpus"
   cp -n "$root/fuzz/corpus/$target"/* "$corpus"/ 2>/dev/null || true
