@@ -165,7 +165,7 @@ static int tcp_run__child(int rank, int p, const char *addrs, const tcp_run_opts
   cfg.size = p;
   if (o->hosts) cfg.hosts = addrs;
   else cfg.master = addrs;
-  cfg.timeout_ms = timeout_ms;
+  cfg.wait_timeout_ms = timeout_ms;
   cfg.secret = secret;
   cfg.job_id = job_id;
   redcoll_comm *comm = NULL;

@@ -55,7 +55,7 @@ static int run_mock(int p, redcoll_rank_main fn, void *arg) {
 static int run_threads(int p, redcoll_rank_main fn, void *arg) {
   redcoll_threads_config cfg;
   redcoll_threads_config_init(&cfg);
-  cfg.timeout_ms = 60000;
+  cfg.wait_timeout_ms = 60000;
   return redcoll_threads_run_config(p, &cfg, fn, arg, NULL);
 }
 

@@ -913,7 +913,7 @@ static long env_long(const char *name, long def) {
 static int run_threads_world(world *w) {
   redcoll_threads_config cfg;
   redcoll_threads_config_init(&cfg);
-  cfg.timeout_ms = 60000; /* a hang shows as REDCOLL_ETIMEDOUT */
+  cfg.wait_timeout_ms = 60000; /* a hang shows as REDCOLL_ETIMEDOUT */
   int statuses[MAXP_THREADS];
   return redcoll_threads_run_config(w->p, &cfg, soak_rank, w, statuses);
 }

@@ -229,7 +229,7 @@ static void test_bad_config(void) {
     cfg.rank = 1;
     cfg.size = 2;
     cfg.master = masters[i];
-    cfg.timeout_ms = 20000;
+    cfg.wait_timeout_ms = 20000;
     double t0 = now_s();
     CHECK_INT(redcoll_tcp_comm_create(&cfg, &c), REDCOLL_EINVAL);
     CHECK_MSG(now_s() - t0 < 1.0, "%s took %.2f s", masters[i], now_s() - t0);
@@ -260,7 +260,7 @@ static void test_env(void) {
   CHECK_INT(cfg.size, 8);
   CHECK(cfg.master != NULL && strcmp(cfg.master, "node0:2900") == 0);
   CHECK(cfg.hosts == NULL);
-  CHECK_INT(cfg.timeout_ms, 1234);
+  CHECK_INT(cfg.wait_timeout_ms, 1234);
   CHECK(cfg.ifname != NULL && strcmp(cfg.ifname, "^docker0") == 0);
   /* REDCOLL_RANK/SIZE win over the launcher's. */
   setenv("REDCOLL_RANK", "1", 1);
@@ -282,6 +282,11 @@ static void test_env(void) {
   setenv("PMI_SIZE", "6", 1);
   setenv("REDCOLL_TIMEOUT_MS", "soon", 1);
   CHECK_INT(redcoll_tcp_config_from_env(&cfg), REDCOLL_EINVAL);
+  setenv("REDCOLL_TIMEOUT_MS", "-5", 1);
+  CHECK_INT(redcoll_tcp_config_from_env(&cfg), REDCOLL_EINVAL);
+  setenv("REDCOLL_TIMEOUT_MS", "0", 1); /* no bound, as for threads */
+  CHECK_INT(redcoll_tcp_config_from_env(&cfg), REDCOLL_OK);
+  CHECK(cfg.wait_timeout_ms == REDCOLL_WAIT_FOREVER);
   unsetenv("REDCOLL_TIMEOUT_MS");
   CHECK_INT(redcoll_tcp_config_from_env(&cfg), REDCOLL_OK);
   CHECK_INT(cfg.rank, 5);

@@ -315,7 +315,7 @@ static int rank_job(redcoll_comm *c, void *arg) {
       cfg.rank = three ? 2 : 0;
       cfg.size = three ? 3 : 2;
       cfg.hosts = hosts;
-      cfg.timeout_ms = 3000;
+      cfg.wait_timeout_ms = 3000;
       redcoll_comm *o = NULL;
       int rc = redcoll_tcp_comm_create(&cfg, &o);
       close(lfd);
@@ -745,7 +745,7 @@ int main(int argc, char **argv) {
     memset(sh, 0, sizeof *sh);
     redcoll_threads_config tc;
     redcoll_threads_config_init(&tc);
-    tc.timeout_ms = 60000;
+    tc.wait_timeout_ms = 60000;
     CHECK_INT(redcoll_threads_run_config(3, &tc, rank_deadline, sh, NULL), REDCOLL_OK);
     for (int r = 0; r < 2; r++) {
       CHECK_MSG(sh->st[r] == REDCOLL_ETIMEDOUT || sh->st[r] == REDCOLL_EABORTED, "threads rank %d: %s",

@@ -369,7 +369,7 @@ static void test_matrix(void) {
         a->algo = (redcoll_algo)algo;
         redcoll_threads_config cfg;
         redcoll_threads_config_init(&cfg);
-        cfg.timeout_ms = 60000; /* a bug fails the run instead of hanging the test */
+        cfg.wait_timeout_ms = 60000; /* a bug fails the run instead of hanging the test */
         int rc = redcoll_threads_run_config(p, &cfg, mx_rank, a, NULL);
         CHECK_MSG(rc == REDCOLL_OK, "%s %s p %d: run returned %s", redcoll_coll_name(coll),
                   redcoll_algo_name((redcoll_algo)algo), p, redcoll_status_name(rc));
@@ -456,13 +456,22 @@ static void test_world_own_threads(void) {
   redcoll_comm_destroy(one[0]);
 }
 
+/* An allreduce of the ranks' numbers, checked. */
+static int sum_rank(redcoll_comm *c, void *vp) {
+  (void)vp;
+  int r = redcoll_comm_rank(c), p = redcoll_comm_size(c), s = 0;
+  int rc = redcoll_allreduce(c, &r, &s, 1, REDCOLL_INT32, REDCOLL_SUM);
+  if (rc == REDCOLL_OK && s != p * (p - 1) / 2) rc = REDCOLL_EINVAL;
+  return rc;
+}
+
 /* A call that waits longer than the world's timeout returns
  * REDCOLL_ETIMEDOUT, set by the config or by REDCOLL_TIMEOUT_MS. */
 static void test_timeout(void) {
   for (int how = 0; how < 2; how++) {
     redcoll_threads_config cfg;
     redcoll_threads_config_init(&cfg);
-    if (how == 0) cfg.timeout_ms = 60;
+    if (how == 0) cfg.wait_timeout_ms = 60;
     else setenv("REDCOLL_TIMEOUT_MS", "60", 1);
     redcoll_comm *comms[2];
     CHECK_INT(redcoll_threads_world_create(2, how == 0 ? &cfg : NULL, comms), REDCOLL_OK);
@@ -484,7 +493,19 @@ static void test_timeout(void) {
   redcoll_comm *comms[2] = {NULL, NULL};
   CHECK_INT(redcoll_threads_world_create(2, NULL, comms), REDCOLL_EINVAL);
   CHECK(comms[0] == NULL && comms[1] == NULL);
+  setenv("REDCOLL_TIMEOUT_MS", "-5", 1);
+  CHECK_INT(redcoll_threads_world_create(2, NULL, comms), REDCOLL_EINVAL);
   unsetenv("REDCOLL_TIMEOUT_MS");
+  /* No bound at all, from the config and from the environment's 0. */
+  for (int how = 0; how < 2; how++) {
+    redcoll_threads_config cfg;
+    redcoll_threads_config_init(&cfg);
+    if (how == 0) cfg.wait_timeout_ms = REDCOLL_WAIT_FOREVER;
+    else setenv("REDCOLL_TIMEOUT_MS", "0", 1);
+    int st[3];
+    CHECK_INT(redcoll_threads_run_config(3, &cfg, sum_rank, NULL, st), REDCOLL_OK);
+    unsetenv("REDCOLL_TIMEOUT_MS");
+  }
 }
 
 /* A peer whose communicator is destroyed, before or while it is waited
@@ -512,7 +533,7 @@ static void test_gone(void) {
    * source (alive, silent) could still send. */
   redcoll_threads_config cfg;
   redcoll_threads_config_init(&cfg);
-  cfg.timeout_ms = 20000;
+  cfg.wait_timeout_ms = 20000;
   redcoll_comm *comms[3];
   CHECK_INT(redcoll_threads_world_create(3, &cfg, comms), REDCOLL_OK);
   redcoll_comm_destroy(comms[1]);

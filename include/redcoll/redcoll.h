@@ -300,6 +300,16 @@ REDCOLL_API int redcoll_recv(redcoll_comm *c, int src, uint32_t tag, void *buf, 
 REDCOLL_API int redcoll_sendrecv(redcoll_comm *c, int dst, uint32_t stag, const void *sbuf,
                                  size_t slen, int src, uint32_t rtag, void *rbuf, size_t rlen);
 
+/* A transport's own bound on one wait (threads and TCP: their
+ * configuration's wait_timeout_ms, redcoll_tcp_comm_set_wait_timeout), the
+ * same everywhere: milliseconds; 0 means the default (REDCOLL_TIMEOUT_MS
+ * when the transport reads the environment, else the transport's own);
+ * REDCOLL_WAIT_FOREVER means no bound.  In the environment,
+ * REDCOLL_TIMEOUT_MS is a number of milliseconds, 0 for no bound.  It is
+ * not the deadline of a collective (redcoll_comm_set_deadline), which
+ * bounds a whole collective and applies on top of it. */
+#define REDCOLL_WAIT_FOREVER UINT64_MAX
+
 /* Deadline of each collective: one that has not finished ms milliseconds
  * after it started on this rank returns REDCOLL_ETIMEDOUT (the
  * communicator is then broken and its peers aborted), and the log names

@@ -61,8 +61,8 @@
 extern "C" {
 #endif
 
-/* Default of timeout_ms: 3 minutes. */
-#define REDCOLL_TCP_DEFAULT_TIMEOUT_MS 180000u
+/* Default of wait_timeout_ms: 3 minutes. */
+#define REDCOLL_TCP_DEFAULT_WAIT_TIMEOUT_MS ((uint64_t)180000)
 
 /* The largest number of ranks a TCP communicator takes: a larger
  * REDCOLL_SIZE (or launcher size) is refused at once as a configuration
@@ -87,9 +87,11 @@ typedef struct redcoll_tcp_config {
    * ifname) and the default port is 0 (any free port). */
   const char *listen_host;
   int listen_port;
-  /* Limit in milliseconds on every wait of every call, the bootstrap
-   * included; 0 means REDCOLL_TCP_DEFAULT_TIMEOUT_MS. */
-  uint64_t timeout_ms;
+  /* Bound in milliseconds on every wait of every call, the bootstrap
+   * included (redcoll.h, REDCOLL_WAIT_FOREVER); 0 means
+   * REDCOLL_TCP_DEFAULT_WAIT_TIMEOUT_MS (redcoll_tcp_config_from_env puts
+   * REDCOLL_TIMEOUT_MS here); REDCOLL_WAIT_FOREVER, no bound. */
+  uint64_t wait_timeout_ms;
   /* Optional interface selection: comma-separated interface names to use,
    * or names prefixed with ^ to exclude ("eth0", "^docker0,lo").  The first
    * address of a matching interface in the master's (or hosts') address
@@ -129,7 +131,8 @@ REDCOLL_API void redcoll_tcp_config_init(redcoll_tcp_config *cfg);
  *               torchrun MASTER_ADDR at MASTER_PORT + 1 (PyTorch's own
  *               rendezvous keeps MASTER_PORT);
  *   listen:     REDCOLL_LISTEN (host, host:port or :port);
- *   timeout_ms: REDCOLL_TIMEOUT_MS; ifname: REDCOLL_IFNAME;
+ *   wait_timeout_ms: REDCOLL_TIMEOUT_MS (0 there: REDCOLL_WAIT_FOREVER);
+ *   ifname: REDCOLL_IFNAME;
  *   secret:     REDCOLL_SECRET;
  *   job_id:     a 64-bit digest (FNV-1a) of REDCOLL_JOB_ID, else of the
  *               job of the launcher that gave rank and size (SLURM_JOB_ID
@@ -153,8 +156,9 @@ REDCOLL_API int redcoll_tcp_comm_create(const redcoll_tcp_config *cfg, redcoll_c
 /* redcoll_tcp_config_from_env + redcoll_tcp_comm_create. */
 REDCOLL_API int redcoll_tcp_comm_create_from_env(redcoll_comm **out);
 
-/* Changes the timeout of every wait of a TCP communicator (0: the
- * default).  redcoll_comm_set_deadline() sets a deadline for each whole
+/* Changes the bound on every wait of a TCP communicator, as
+ * wait_timeout_ms (0: REDCOLL_TCP_DEFAULT_WAIT_TIMEOUT_MS;
+ * REDCOLL_WAIT_FOREVER: none).  redcoll_comm_set_deadline() sets a deadline for each whole
  * collective on top of it.  Returns REDCOLL_EINVAL if c is not a TCP
  * communicator. */
 REDCOLL_API int redcoll_tcp_comm_set_wait_timeout(redcoll_comm *c, uint64_t timeout_ms);

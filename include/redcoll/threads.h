@@ -36,15 +36,15 @@
 extern "C" {
 #endif
 
-/* The default bound on one blocking call: 5 minutes. */
-#define REDCOLL_THREADS_DEFAULT_TIMEOUT_MS ((int64_t)300000)
+/* The default bound on one wait: 5 minutes. */
+#define REDCOLL_THREADS_DEFAULT_WAIT_TIMEOUT_MS ((uint64_t)300000)
 
 typedef struct redcoll_threads_config {
-  /* Bound on one blocking call (send, recv, sendrecv), in milliseconds.
-   * > 0: that bound.  0: the environment variable REDCOLL_TIMEOUT_MS if set
-   * (a decimal integer; 0 or negative there means no bound), else
-   * REDCOLL_THREADS_DEFAULT_TIMEOUT_MS.  < 0: no bound (wait forever). */
-  int64_t timeout_ms;
+  /* Bound on one wait in milliseconds (redcoll.h, REDCOLL_WAIT_FOREVER).
+   * 0: REDCOLL_TIMEOUT_MS if set (0 there: no bound), else
+   * REDCOLL_THREADS_DEFAULT_WAIT_TIMEOUT_MS.  REDCOLL_WAIT_FOREVER, or
+   * more than about 31 years: no bound. */
+  uint64_t wait_timeout_ms;
   /* redcoll_threads_run only: the stack size of each rank thread in bytes;
    * 0: the system default. */
   size_t stack_size;
@@ -69,7 +69,7 @@ REDCOLL_API int redcoll_threads_run(int p, redcoll_rank_main fn, void *arg);
 /* As redcoll_threads_run with a configuration (NULL: defaults); statuses,
  * if not NULL, has p entries and receives what each rank's fn returned
  * (left untouched when the run could not start every rank).  REDCOLL_EINVAL also for an
- * unparsable REDCOLL_TIMEOUT_MS. */
+ * REDCOLL_TIMEOUT_MS that is not a number of milliseconds. */
 REDCOLL_API int redcoll_threads_run_config(int p, const redcoll_threads_config *cfg,
                                            redcoll_rank_main fn, void *arg, int *statuses);
 

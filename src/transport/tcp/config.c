@@ -115,7 +115,7 @@ REDCOLL_API int redcoll_tcp_config_from_env(redcoll_tcp_config *cfg) {
   long ms;
   int h = env_int("REDCOLL_TIMEOUT_MS", 0x7fffffffL, &ms);
   if (h < 0) return REDCOLL_EINVAL;
-  if (h > 0) cfg->timeout_ms = (uint64_t)ms;
+  if (h > 0) cfg->wait_timeout_ms = ms == 0 ? REDCOLL_WAIT_FOREVER : (uint64_t)ms;
   return REDCOLL_OK;
 }
 

@@ -569,7 +569,9 @@ static int boot_master(redcoll__tcp *t, const redcoll_tcp_config *cfg) {
     return REDCOLL_EINVAL;
   }
   redcoll__tcp_addr_str(&maddr, ma, sizeof ma);
-  int64_t deadline = now_ms() + (int64_t)t->timeout_ms;
+  /* REDCOLL_WAIT_FOREVER (or anything past the year 292 million): none. */
+  int64_t deadline = t->timeout_ms >= (uint64_t)INT64_MAX / 2 ? INT64_MAX
+                                                              : now_ms() + (int64_t)t->timeout_ms;
   redcoll__tcp_addr route, la;
   int expl, rc, fd = -1;
   if (t->rank == 0) {

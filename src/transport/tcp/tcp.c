@@ -416,7 +416,7 @@ REDCOLL_API int redcoll_tcp_comm_create(const redcoll_tcp_config *cfg, redcoll_c
   t->conns.next = t->conns.prev = &t->conns;
   t->rank = cfg->rank;
   t->size = cfg->size;
-  t->timeout_ms = cfg->timeout_ms ? cfg->timeout_ms : REDCOLL_TCP_DEFAULT_TIMEOUT_MS;
+  t->timeout_ms = cfg->wait_timeout_ms ? cfg->wait_timeout_ms : REDCOLL_TCP_DEFAULT_WAIT_TIMEOUT_MS;
   t->coll_deadline_ns = UINT64_MAX;
   t->auth_failed_with = -1;
   t->abort_from = -1;
@@ -460,7 +460,7 @@ REDCOLL_API int redcoll_tcp_comm_create_from_env(redcoll_comm **out) {
 REDCOLL_API int redcoll_tcp_comm_set_wait_timeout(redcoll_comm *c, uint64_t timeout_ms) {
   redcoll__tcp *t = redcoll__comm_transport(c, &tcp_ops);
   if (t == NULL) return REDCOLL_EINVAL;
-  t->timeout_ms = timeout_ms ? timeout_ms : REDCOLL_TCP_DEFAULT_TIMEOUT_MS;
+  t->timeout_ms = timeout_ms ? timeout_ms : REDCOLL_TCP_DEFAULT_WAIT_TIMEOUT_MS;
   return REDCOLL_OK;
 }
 

@@ -97,26 +97,31 @@ typedef struct th_impl {
 
 /* ---- world ---------------------------------------------------------------- */
 
-/* The bound on one call from cfg, else REDCOLL_TIMEOUT_MS, else the default;
- * -1 for none. */
+/* A bound in milliseconds as the world keeps it: -1 for none. */
+static int64_t bound_of(uint64_t ms) {
+  return ms == REDCOLL_WAIT_FOREVER || ms > (uint64_t)THREADS_MAX_TIMEOUT_MS ? -1 : (int64_t)ms;
+}
+
+/* The bound on one wait from cfg, else REDCOLL_TIMEOUT_MS (0 there: none),
+ * else the default; -1 for none. */
 static int resolve_timeout(const redcoll_threads_config *cfg, int64_t *out) {
-  if (cfg != NULL && cfg->timeout_ms != 0) {
-    *out = cfg->timeout_ms < 0 || cfg->timeout_ms > THREADS_MAX_TIMEOUT_MS ? -1 : cfg->timeout_ms;
+  if (cfg != NULL && cfg->wait_timeout_ms != 0) {
+    *out = bound_of(cfg->wait_timeout_ms);
     return REDCOLL_OK;
   }
   const char *s = getenv("REDCOLL_TIMEOUT_MS");
   if (s == NULL || *s == '\0') {
-    *out = REDCOLL_THREADS_DEFAULT_TIMEOUT_MS;
+    *out = bound_of(REDCOLL_THREADS_DEFAULT_WAIT_TIMEOUT_MS);
     return REDCOLL_OK;
   }
   char *end;
   errno = 0;
-  long long v = strtoll(s, &end, 10);
-  if (errno != 0 || end == s || *end != '\0') {
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno != 0 || end == s || *end != '\0' || s[0] == '-') {
     redcoll__log(0, "threads: REDCOLL_TIMEOUT_MS=%s is not a number of milliseconds", s);
     return REDCOLL_EINVAL;
   }
-  *out = v <= 0 || v > THREADS_MAX_TIMEOUT_MS ? -1 : (int64_t)v;
+  *out = v == 0 ? -1 : bound_of(v);
   return REDCOLL_OK;
 }
 
