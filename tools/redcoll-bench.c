@@ -3,7 +3,10 @@
  *
  *   redcoll-bench [--transport threads|tcp] [--np P] [--coll allreduce] [--algo auto|NAME|all]
  *                 [--sizes 8:16M] [--factor 8] [--iters 20] [--warmup 3] [--dtype f32]
- *                 [--no-header]
+ *                 [--dup] [--no-header]
+ *
+ * --dup runs everything on a duplicate of the communicator
+ * (redcoll_comm_dup; impl "redcoll-dup"), on transports with channels.
  *
  * With --transport threads (the default outside a launcher) the P ranks are
  * threads of this process.  Under redcoll-run, or any launcher that sets
@@ -54,6 +57,7 @@ typedef struct bench_opts {
   int iters, warmup;
   redcoll_dtype dt;
   int header;
+  int dup; /* --dup: on redcoll_comm_dup of the communicator */
 } bench_opts;
 
 /* Set by the ranks: 1 if any result was wrong or a call failed. */
@@ -66,7 +70,8 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: redcoll-bench [--transport threads|tcp] [--np P] [--coll COLL]\n"
           "                     [--algo auto|NAME|all] [--sizes MIN:MAX] [--factor F]\n"
-          "                     [--iters N] [--warmup N] [--dtype f32|f64|f16|bf16|i32|i64] [--no-header]\n"
+          "                     [--iters N] [--warmup N] [--dtype f32|f64|f16|bf16|i32|i64] [--dup]\n"
+          "                     [--no-header]\n"
           "  COLL: allreduce (default), reduce, reduce_scatter_block, allgather, bcast\n"
           "  sizes in bytes with an optional K, M or G suffix; default 8:16M, factor 8\n"
           "  under redcoll-run (REDCOLL_RANK set) the transport is tcp, else threads\n");
@@ -310,7 +315,8 @@ static int bench_point(redcoll_comm *c, bench_state *st, redcoll_algo algo, size
     double p99 = stats_quantile(all, (size_t)o->iters, 0.99);
     size_t real = total_elems(o, p, count) * redcoll_dtype_size(o->dt);
     double algbw = med > 0 ? (double)real / med * 1e-9 : 0;
-    printf("redcoll,%s,%d,%zu,%.2f,%.2f,%.4f,%.4f,%s\n", redcoll_coll_name(o->coll), p, real,
+    printf("%s,%s,%d,%zu,%.2f,%.2f,%.4f,%.4f,%s\n", o->dup ? "redcoll-dup" : "redcoll",
+           redcoll_coll_name(o->coll), p, real,
            med * 1e6, p99 * 1e6, algbw, algbw * bus_factor(o->coll, p),
            redcoll_algo_name(count == 0 || p == 1 ? algo : ran));
     fflush(stdout);
@@ -318,8 +324,25 @@ static int bench_point(redcoll_comm *c, bench_state *st, redcoll_algo algo, size
   return REDCOLL_OK;
 }
 
+static int rank_body(redcoll_comm *c, bench_state *st);
+
+/* The whole run on c, or on a duplicate of it (--dup). */
 static int rank_main(redcoll_comm *c, void *arg) {
   bench_state *st = arg;
+  if (!st->o->dup) return rank_body(c, st);
+  redcoll_comm *d = NULL;
+  int rc = redcoll_comm_dup(c, &d);
+  if (rc != REDCOLL_OK) {
+    if (redcoll_comm_rank(c) == 0)
+      fprintf(stderr, "redcoll-bench: --dup: %s\n", redcoll_strerror(rc));
+    return rc;
+  }
+  rc = rank_body(d, st);
+  redcoll_comm_destroy(d);
+  return rc;
+}
+
+static int rank_body(redcoll_comm *c, bench_state *st) {
   const bench_opts *o = st->o;
   int me = redcoll_comm_rank(c), p = redcoll_comm_size(c);
   size_t es = redcoll_dtype_size(o->dt);
@@ -388,6 +411,9 @@ int main(int argc, char **argv) {
       return 0;
     } else if (strcmp(a, "--no-header") == 0) {
       o.header = 0;
+      continue;
+    } else if (strcmp(a, "--dup") == 0) {
+      o.dup = 1;
       continue;
     } else if (v == NULL) {
       bad = 1;
