@@ -51,9 +51,10 @@ void redcoll__tcp_peer_fail(redcoll__tcp *t, int q, int status, int dirs) {
 
 uint64_t redcoll__tcp_bye_tag(const redcoll__tcp *t, int has_out) {
   uint64_t tag = has_out ? 1 : 0;
-  if (t->fatal == REDCOLL_OK && !t->aborting) return tag;
+  /* Only an abort (sent or received) is news for the peer: a failure this
+   * rank kept to itself (its own calls saw it) is not the peer's. */
+  if (t->abort_from < 0) return tag;
   tag |= 2;
-  if (t->abort_from < 0) return tag | (uint64_t)0xffff << 2;
   uint64_t why = t->abort_why;
   tag |= (uint64_t)(t->abort_from & 0xffff) << 2;
   if ((why >> 32 & 0xff) == 1) tag |= (uint64_t)1 << 18 | (why >> 40 & 0xffff) << 19;

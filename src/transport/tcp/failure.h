@@ -16,7 +16,7 @@ enum { DIR_SEND = 1, DIR_RECV = 2, DIR_BOTH = 3 };
 void redcoll__tcp_peer_fail(redcoll__tcp *t, int q, int status, int dirs);
 
 /* The tag of this rank's BYE (wire.h): has_out, and the abort it left
- * after, if any. */
+ * after (its own or one it was told of), if any. */
 uint64_t redcoll__tcp_bye_tag(const redcoll__tcp *t, int has_out);
 
 #endif /* REDCOLL_TCP_FAILURE_H */

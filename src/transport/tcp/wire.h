@@ -81,7 +81,8 @@ typedef struct redcoll__tcp_frame {
 
 /* A BYE's tag: bit 0, the sender's data connection to the receiver is
  * still open; bit 1, the sender left after an abort; then bits 2..17 the
- * rank that aborted (0xffff: not known), bit 18 its authentication failed,
+ * rank that aborted (0xffff: not known, not sent today), bit 18 its
+ * authentication failed,
  * bits 19..34 with which rank, bits 35..50 the abort's status (int16).
  * Nothing above. */
 #define REDCOLL__TCP_BYE_BITS 51
