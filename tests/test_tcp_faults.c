@@ -489,6 +489,23 @@ static int rank_exit_sender(redcoll_comm *c, void *arg) {
   return REDCOLL_OK;
 }
 
+/* Rank 1 leaves without a word: no connection either way.  Rank 0, waiting
+ * for a message from it, finds its port closed and fails with
+ * REDCOLL_ETRANSPORT in about a second (it used to wait out its timeout). */
+static int rank_exit_silent(redcoll_comm *c, void *arg) {
+  shared *sh = arg;
+  int me = redcoll_comm_rank(c);
+  uint64_t v = 5;
+  if (me != 0) return REDCOLL_OK;
+  char path[128];
+  int saved = log_begin(path, sizeof path, me);
+  double t0 = now_s();
+  sh->st[0] = raw_recv(c, 1, 2, &v, sizeof v);
+  sh->t[0] = now_s() - t0;
+  sh->log_ok[0] = log_end(path, saved, "never connected", "rank 1");
+  return REDCOLL_OK;
+}
+
 /* ---- slow strangers at the rendezvous ----------------------------------------- */
 
 /* Before the ranks start: a forked stranger connects to the rendezvous
@@ -636,6 +653,11 @@ int main(int argc, char **argv) {
     CHECK_INT(sh->st[0], REDCOLL_ETRANSPORT);
     CHECK_MSG(sh->t[0] < 3.0, "rank 0 noticed rank 1's exit after %.2f s", sh->t[0]);
     CHECK_MSG(sh->log_ok[0] == 2, "rank 0 did not log that rank 1 closed its communicator");
+    memset(sh, 0, sizeof *sh);
+    CHECK_INT(tcp_run_opts_run(3, rank_exit_silent, sh, &o), REDCOLL_OK);
+    CHECK_INT(sh->st[0], REDCOLL_ETRANSPORT);
+    CHECK_MSG(sh->t[0] < 5.0, "rank 0 noticed rank 1's silent exit after %.2f s", sh->t[0]);
+    CHECK_MSG(sh->log_ok[0] == 2, "rank 0 did not log that rank 1 never connected and is gone");
   }
   if (want(argc, argv, "slow_strangers")) {
     memset(sh, 0, sizeof *sh);

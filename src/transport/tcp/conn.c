@@ -29,7 +29,7 @@ void redcoll__tcp_conn_close(redcoll__tcp_conn *c) {
 /* Connects to peer q again after a backoff (2 ms doubling up to a quarter
  * second): it is not listening yet, or another communicator holds its
  * port.  The call's timer bounds the whole wait. */
-void redcoll__tcp_retry_later(redcoll__tcp *t, int q) {
+void redcoll__tcp_retry_later_ms(redcoll__tcp *t, int q, unsigned ms) {
   redcoll__tcp_peer *p = &t->peers[q];
   if (p->retry_active || t->on_retry == NULL) return;
   if (!p->retry_init) {
@@ -37,10 +37,17 @@ void redcoll__tcp_retry_later(redcoll__tcp *t, int q) {
     p->retry.data = p;
     p->retry_init = 1;
   }
-  if (p->backoff_ms == 0) p->backoff_ms = 2;
-  uv_timer_start(&p->retry, t->on_retry, p->backoff_ms, 0);
+  uv_timer_start(&p->retry, t->on_retry, ms, 0);
   p->retry_active = 1;
+}
+
+void redcoll__tcp_retry_later(redcoll__tcp *t, int q) {
+  redcoll__tcp_peer *p = &t->peers[q];
+  if (p->retry_active) return;
+  if (p->backoff_ms == 0) p->backoff_ms = 2;
+  unsigned ms = p->backoff_ms;
   p->backoff_ms = p->backoff_ms * 2 > 250 ? 250 : p->backoff_ms * 2;
+  redcoll__tcp_retry_later_ms(t, q, ms);
 }
 
 redcoll__tcp_conn *redcoll__tcp_conn_new(redcoll__tcp *t, int peer, int out) {

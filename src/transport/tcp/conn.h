@@ -12,6 +12,8 @@ void redcoll__tcp_conn_close(redcoll__tcp_conn *c);
 void redcoll__tcp_conn_read_stop(redcoll__tcp_conn *c);
 /* Connects to peer q again after a backoff (t->on_retry, once). */
 void redcoll__tcp_retry_later(redcoll__tcp *t, int q);
+/* The same after ms milliseconds (a first probe, redcoll__tcp_peer.probe). */
+void redcoll__tcp_retry_later_ms(redcoll__tcp *t, int q, unsigned ms);
 /* Writes a frame (n bytes of frame, header and payload, at most
  * REDCOLL__TCP_HDR + REDCOLL__AUTH_NONCE + REDCOLL__AUTH_MAC); with close,
  * closes c once it is out. */

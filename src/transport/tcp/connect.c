@@ -14,13 +14,17 @@ static void on_hello_written(uv_write_t *req, int status) {
   c->t->ctl_pending--;
 }
 
-static void on_retry(uv_timer_t *tm) {
+void redcoll__tcp_on_retry(uv_timer_t *tm) {
   redcoll__tcp_peer *p = tm->data;
   redcoll__tcp *t = uv_handle_get_loop((uv_handle_t *)tm)->data;
   p->retry_active = 0;
   int q = (int)(p - t->peers);
-  if (p->out == NULL && p->err_send == REDCOLL_OK && p->tx != NULL)
+  int probe = p->probe && p->rx != NULL && p->in == NULL;
+  if (!probe) p->probe = 0;
+  if (p->out == NULL && p->err_send == REDCOLL_OK && (p->tx != NULL || probe)) {
+    if (probe && p->gone_after_ns == 0) p->gone_after_ns = uv_hrtime() + REDCOLL__TCP_GONE_NS;
     redcoll__tcp_peer_connect(t, q, 0);
+  }
 }
 
 static void on_connect(uv_connect_t *req, int status) {
@@ -43,7 +47,7 @@ static void on_connect(uv_connect_t *req, int status) {
     int for_abort = c->abort_after_hello;
     redcoll__tcp_conn_close(c);
     if (for_abort) return;
-    if (gone && t->auth) {
+    if (gone && t->auth && !p->probe) {
       /* As a close during the authentication: the usual reason is that
        * the peer gave up on a failed authentication of its own. */
       redcoll__tcp_auth_fail(t, q, "closed the connection before answering it and is gone (has "
@@ -51,11 +55,15 @@ static void on_connect(uv_connect_t *req, int status) {
       return;
     }
     if (gone) {
-      redcoll__tcp_peer_fail(t, q, REDCOLL_ETRANSPORT, DIR_SEND);
+      /* A probe: it never connected to this rank, which waits for it. */
+      redcoll__tcp_peer_fail(t, q, REDCOLL_ETRANSPORT, p->probe ? DIR_BOTH : DIR_SEND);
       redcoll__tcp_set_fatal(t, REDCOLL_ETRANSPORT,
-                             "rank %d (%s) closed this rank's connection before answering it, and "
-                             "nobody has listened there for %llu ms since: it is gone (%s)",
+                             "rank %d (%s) %s, and nobody has listened there for %llu ms since: it "
+                             "is gone (%s)",
                              q, redcoll__tcp_peer_addr(t, q, a, sizeof a),
+                             p->probe ? "never connected to this rank, which waits for a message "
+                                        "from it"
+                                      : "closed this rank's connection before answering it",
                              REDCOLL__TCP_GONE_NS / 1000000ull, uv_strerror(status));
       return;
     }
@@ -116,7 +124,7 @@ void redcoll__tcp_connect_to(redcoll__tcp *t, int q, int for_abort, int control)
     return;
   }
   c->abort_after_hello = for_abort;
-  t->on_retry = on_retry;
+  t->on_retry = redcoll__tcp_on_retry;
   c->creq.data = c;
   int r = uv_tcp_connect(&c->creq, &c->h, (const struct sockaddr *)&p->addr, on_connect);
   if (r != 0) {

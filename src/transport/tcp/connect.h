@@ -12,5 +12,8 @@ void redcoll__tcp_connect_to(redcoll__tcp *t, int q, int for_abort, int control)
 void redcoll__tcp_peer_connect(redcoll__tcp *t, int q, int for_abort);
 /* The listener's connection callback (tcp.c hands it to the bootstrap). */
 void redcoll__tcp_on_accept(uv_stream_t *server, int status);
+/* A peer's retry timer: connect again (a send waits) or probe (a receive
+ * waits, redcoll__tcp_peer.probe). */
+void redcoll__tcp_on_retry(uv_timer_t *tm);
 
 #endif /* REDCOLL_TCP_CONNECT_H */

@@ -49,6 +49,8 @@ static void accept_peer(redcoll__tcp_conn *c, int q) {
   redcoll__tcp_peer *p = &t->peers[q];
   c->peer = q;
   c->ready = 1;
+  p->ever = 1;
+  p->probe = 0;
   if (p->in != NULL) {
     c->ctl_only = 1;
     redcoll__log(3, "tcp rank %d: rank %d opened a control connection", t->rank, q);

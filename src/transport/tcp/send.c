@@ -72,6 +72,11 @@ void redcoll__tcp_out_ready(redcoll__tcp_conn *c) {
   redcoll__tcp *t = c->t;
   redcoll__tcp_peer *p = &t->peers[c->peer];
   c->ready = 1;
-  if (c->abort_after_hello) redcoll__tcp_ctl_send(c, REDCOLL__FR_ABORT, t->abort_tag);
+  p->ever = 1;
+  p->probe = 0;
+  if (c->abort_after_hello == REDCOLL__TCP_RELAY_BYE)
+    redcoll__tcp_ctl_send(c, REDCOLL__FR_BYE, redcoll__tcp_bye_tag(t, 0));
+  else if (c->abort_after_hello)
+    redcoll__tcp_ctl_send(c, REDCOLL__FR_ABORT, t->abort_tag);
   if (p->out == c && p->tx != NULL && !p->tx->queued) redcoll__tcp_send_queue(t, p->tx);
 }

@@ -59,7 +59,7 @@ static void run_bounded(redcoll__tcp *t, int (*busy)(redcoll__tcp *), uint64_t m
 static int only_lost(redcoll__tcp *t) { return t->fatal == REDCOLL_ETRANSPORT; }
 /* How long a wait that ends with a lost peer listens for a better reason
  * (an ABORT, a failed authentication). */
-#define ABORT_GRACE_MS 250
+#define ABORT_GRACE_MS 1000
 
 /* Runs the loop until everything in w is done.  Returns REDCOLL_OK or the
  * reason it stopped; operations still pending are then withdrawn so that
@@ -136,7 +136,13 @@ static int wait_for(redcoll__tcp *t, wait_set *w, const char *what, int peer) {
     if (p->tx == w->s) p->tx = NULL;
     if (w->s->queued) {
       /* The write still points at the caller's buffer: closing the
-       * connection cancels it, and its callback runs in the close pass. */
+       * connection cancels it, and its callback runs in the close pass.
+       * The peer sees the connection cut mid-message; if an abort of
+       * another rank is why, a connection of its own says so first (a
+       * BYE with the abort's reason), or the peer could only report a lost
+       * connection. */
+      if (p->out != NULL && t->abort_from >= 0 && t->abort_from != t->rank)
+        redcoll__tcp_connect_to(t, w->s->dst, REDCOLL__TCP_RELAY_BYE, 1);
       if (p->out != NULL) redcoll__tcp_conn_close(p->out);
       for (int i = 0; i < 1000 && !w->s->done; i++) uv_run(&t->loop, UV_RUN_NOWAIT);
     }
@@ -171,6 +177,12 @@ static int post_send(redcoll__tcp *t, redcoll__tcp_send *s) {
     return p->err_send;
   }
   p->tx = s;
+  if (p->probe) {
+    /* A send connects now: a receive's probe must not hold it up. */
+    p->probe = 0;
+    if (p->retry_active) uv_timer_stop(&p->retry);
+    p->retry_active = 0;
+  }
   if (p->out != NULL && p->out->ready) {
     redcoll__tcp_send_queue(t, s);
   } else if (p->out == NULL && !p->retry_active) {
@@ -192,6 +204,14 @@ static int post_recv(redcoll__tcp *t, redcoll__tcp_recv *r) {
     if (redcoll__tcp_buffered(p->in)) redcoll__tcp_rx_pump(p->in);
     else if (p->in->have_frame) redcoll__tcp_try_match(t, r->src);
     else redcoll__tcp_conn_read_start(p->in);
+  } else if (p->out == NULL && !p->retry_active && p->err_send == REDCOLL_OK &&
+             (t->number == 0 || p->ever)) {
+    /* Neither side has connected, and the peer is known to have listened
+     * (the rendezvous saw it, or a connection did): if nothing arrives
+     * for a while, find out whether it is still there
+     * (redcoll__tcp_peer.probe). */
+    p->probe = 1;
+    redcoll__tcp_retry_later_ms(t, r->src, REDCOLL__TCP_PROBE_MS);
   }
   return REDCOLL_OK;
 }
@@ -437,6 +457,7 @@ REDCOLL_API int redcoll_tcp_comm_create(const redcoll_tcp_config *cfg, redcoll_c
   ignore_sigpipe();
   t->on_accept = redcoll__tcp_on_accept;
   t->connect_peer = redcoll__tcp_peer_connect;
+  t->on_retry = redcoll__tcp_on_retry;
   rc = redcoll__tcp_auth_init(t, cfg->secret);
   if (rc == REDCOLL_OK) rc = redcoll__tcp_bootstrap(t, cfg);
   if (rc != REDCOLL_OK) goto fail;

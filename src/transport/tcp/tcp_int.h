@@ -20,6 +20,8 @@
  * refuse connections before it counts as gone (connect.c): a new
  * communicator listens on the port of a destroyed one at once. */
 #define REDCOLL__TCP_GONE_NS 1000000000ull
+#define REDCOLL__TCP_PROBE_MS 300
+#define REDCOLL__TCP_RELAY_BYE 2
 
 /* The read buffer of an incoming connection (recv.c). */
 #define REDCOLL__TCP_RBUF 16384
@@ -39,7 +41,9 @@ struct redcoll__tcp_conn {
   int bye;      /* the peer said goodbye */
   int ctl_only; /* an extra incoming connection from a peer that already has
                  * one: it may carry ABORT and BYE, never data */
-  int abort_after_hello; /* opened by abort: send ABORT once connected */
+  int abort_after_hello; /* opened by abort: send ABORT once connected;
+                          * REDCOLL__TCP_RELAY_BYE: send a BYE that says
+                          * which abort this rank left after */
   int answered; /* out: the peer answered the HELLO with one of this job and
                  * communicator; nothing but the set-up is sent before */
   /* Authentication: the step awaited next (0: none), the rank the HELLO
@@ -109,6 +113,12 @@ typedef struct redcoll__tcp_peer {
    * closing, or the peer went away): refused connections are retried
    * until this time (uv_hrtime ns) only; 0: none. */
   uint64_t gone_after_ns;
+  /* This rank waits for a message from the peer and neither has connected
+   * to the other: after REDCOLL__TCP_PROBE_MS it connects itself, so that a
+   * peer that left without ever talking to it is found gone (its port
+   * refuses for REDCOLL__TCP_GONE_NS) rather than at the timeout. */
+  int probe;
+  int ever; /* a connection with the peer was set up once: it listened */
 } redcoll__tcp_peer;
 
 struct redcoll__tcp {
