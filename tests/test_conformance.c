@@ -13,7 +13,8 @@
  * and writes nothing beyond the receive length; zero-length messages;
  * sendrecv with dst != src (shifts by 1 and by 3) and different lengths in
  * the two directions; large messages; rings of concurrent sendrecvs; abort
- * wakes blocked peers and fails later calls.
+ * wakes blocked peers and fails later calls; on a transport with channels,
+ * a message of one channel never meets a receive of another.
  *
  * Rank programs run on several threads at once, so they do not use CHECK
  * (its counters are not thread-safe): each rank records its failures in its
@@ -375,6 +376,57 @@ out:
 /* Rank 0 aborts while rank 1 waits in a recv from it and rank 2 in a
  * sendrecv with rank 1 (which never answers): both calls return
  * REDCOLL_EABORTED, and so does every later call, on every rank. */
+/* One side of a version 3 exchange on `channel`, with a deadline `ms`
+ * milliseconds from now on the transport's clock (0: none). */
+static int chan_call(redcoll_comm *c, uint64_t channel, uint64_t ms, int dst, uint64_t tag,
+                     void *buf, size_t len) {
+  uint64_t deadline = UINT64_MAX;
+  if (ms > 0) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    uint64_t now = c->ops->now != NULL ? c->ops->now(c->impl)
+                                       : (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    deadline = now + ms * 1000000u;
+  }
+  redcoll_transport_ctx ctx = {deadline, 0, channel};
+  redcoll_transport_msg m = {dst, tag, buf, len};
+  int send = dst >= 0;
+  if (!send) m.peer = -dst - 1;
+  return c->ops->exchange(c->impl, &ctx, send ? &m : NULL, send ? NULL : &m);
+}
+
+/* Channels (transports with REDCOLL_TRANSPORT_CAP_CHANNELS; the others
+ * pass): a message on channel 4 never meets a receive on channel 0.  Rank 0
+ * sends on channel 4 (it waits for its receive: rendezvous); rank 1 first
+ * receives on channel 0 with a 50 ms deadline, which must time out without
+ * touching its buffer (a shared queue would hand it the channel-4 message
+ * or a mismatch), then receives on channel 4 and gets the message; then
+ * the same on channel 0, whose queue is untouched by all this. */
+static int case_channels(redcoll_comm *c, void *vp) {
+  conf_arg *a = vp;
+  int me = c->rank;
+  if (!(c->ep->caps & REDCOLL_TRANSPORT_CAP_CHANNELS) || a->tr->eager) return REDCOLL_OK;
+  uint8_t buf[16], want[16];
+  fill(want, sizeof want, 0, 1, 4);
+  if (me == 0) {
+    uint8_t s[16];
+    fill(s, sizeof s, 0, 1, 4);
+    RCHECK_RC(chan_call(c, 4, 0, 1, 11, s, sizeof s), REDCOLL_OK);
+    fill(s, sizeof s, 0, 1, 0);
+    RCHECK_RC(chan_call(c, 0, 0, 1, 12, s, sizeof s), REDCOLL_OK);
+  } else {
+    memset(buf, 0xEE, sizeof buf);
+    RCHECK_RC(chan_call(c, 0, 50, -1, 12, buf, sizeof buf), REDCOLL_ETIMEDOUT);
+    for (size_t k = 0; k < sizeof buf; k++) RCHECK(buf[k] == 0xEE);
+    RCHECK_RC(chan_call(c, 4, 0, -1, 11, buf, sizeof buf), REDCOLL_OK);
+    RCHECK(memcmp(buf, want, sizeof buf) == 0);
+    fill(want, sizeof want, 0, 1, 0);
+    RCHECK_RC(chan_call(c, 0, 0, -1, 12, buf, sizeof buf), REDCOLL_OK);
+    RCHECK(memcmp(buf, want, sizeof buf) == 0);
+  }
+  return REDCOLL_OK;
+}
+
 static int case_abort(redcoll_comm *c, void *vp) {
   conf_arg *a = vp;
   int me = c->rank;
@@ -425,6 +477,7 @@ static const conf_case cases[] = {
     {"ring_p5", case_ring, 5, 0},
     {"ring_p8", case_ring, 8, 0},
     {"abort", case_abort, 3, 0},
+    {"channels", case_channels, 2, 0},
 };
 
 /* Runs a case on one rank and turns its recorded failures into the rank's
