@@ -150,7 +150,10 @@ REDCOLL_API int redcoll_tcp_config_from_env(redcoll_tcp_config *cfg);
  * done (master) or at once (hosts); connections are opened later, on first
  * use.  Returns REDCOLL_EINVAL for a bad configuration, REDCOLL_ETRANSPORT
  * if listening or the rendezvous fails, REDCOLL_ETIMEDOUT if the rendezvous
- * does not finish within the timeout, REDCOLL_ENOMEM. */
+ * does not finish within the timeout, REDCOLL_ENOMEM.  The TCP transport
+ * has no channels yet: this is the one communicator over it, and
+ * redcoll_comm_dup, split and create_group on it return REDCOLL_ENOTSUP
+ * (docs/communicators.md); point-to-point works on it. */
 REDCOLL_API int redcoll_tcp_comm_create(const redcoll_tcp_config *cfg, redcoll_comm **out);
 
 /* redcoll_tcp_config_from_env + redcoll_tcp_comm_create. */
