@@ -425,6 +425,27 @@ out:
  * only the receive after the last fails, with ETRANSPORT (the connection
  * closed normally).  Without the deferred close the receive from rank 2
  * already fails (checked by taking the deferral out). */
+/* The public point-to-point calls on the one TCP communicator, between
+ * collectives (a ring of sendrecvs, an allreduce, a send and a receive),
+ * and dup's ENOTSUP: TCP has no channels yet. */
+static int rank_public_p2p(redcoll_comm *c, void *arg) {
+  (void)arg;
+  int r = redcoll_comm_rank(c), p = redcoll_comm_size(c), x = r * 10, y = -1;
+  int rc = redcoll_sendrecv(c, (r + 1) % p, 5, &x, sizeof x, (r + p - 1) % p, 5, &y, sizeof y);
+  if (rc != REDCOLL_OK) return rc;
+  if (y != (r + p - 1) % p * 10) return REDCOLL_EINVAL;
+  double s = 1, t = 0;
+  if ((rc = redcoll_allreduce(c, &s, &t, 1, REDCOLL_FLOAT64, REDCOLL_SUM)) != REDCOLL_OK) return rc;
+  if (t != p) return REDCOLL_EINVAL;
+  if (r == 0) rc = redcoll_send(c, 1, 9, &x, sizeof x);
+  if (r == 1 && (rc = redcoll_recv(c, 0, 9, &y, sizeof y)) == REDCOLL_OK && y != 0)
+    rc = REDCOLL_EINVAL;
+  if (rc != REDCOLL_OK) return rc;
+  redcoll_comm *d = (redcoll_comm *)1;
+  if (redcoll_comm_dup(c, &d) != REDCOLL_ENOTSUP || d != NULL) return REDCOLL_EINVAL;
+  return redcoll_comm_error(c);
+}
+
 static const size_t early_sizes[] = {0, 8, 20000, 8, 100, 1};
 
 static int rank_early_close(redcoll_comm *c, void *arg) {
@@ -844,6 +865,7 @@ int main(int argc, char **argv) {
       printf("note: no IPv6 loopback here; the ::1 runs did not happen\n");
     }
     CHECK_INT(tcp_run(3, rank_early_close, NULL), REDCOLL_OK);
+    CHECK_INT(tcp_run(3, rank_public_p2p, NULL), REDCOLL_OK);
     for (int wrong_len = 0; wrong_len < 2; wrong_len++)
       CHECK_INT(tcp_run(2, rank_mismatch, &wrong_len), REDCOLL_OK);
   }
