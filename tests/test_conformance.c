@@ -405,7 +405,11 @@ static int chan_call(redcoll_comm *c, uint64_t channel, uint64_t ms, int dst, ui
 static int case_channels(redcoll_comm *c, void *vp) {
   conf_arg *a = vp;
   int me = c->rank;
-  if (!(c->ep->caps & REDCOLL_TRANSPORT_CAP_CHANNELS) || a->tr->eager) return REDCOLL_OK;
+  if (!(c->ep->caps & REDCOLL_TRANSPORT_CAP_CHANNELS) || a->tr->eager) {
+    /* Not run, and said so: this transport has no channels. */
+    if (me == 0) printf("note: %s has no channels; the channels case did not run\n", a->tr->name);
+    return REDCOLL_OK;
+  }
   uint8_t buf[16], want[16];
   fill(want, sizeof want, 0, 1, 4);
   if (me == 0) {

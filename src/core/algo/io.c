@@ -97,19 +97,29 @@ static int fail_io(redcoll_comm *c, int status, const char *call, int dst, int s
 /* One exchange with the running collective's tag and deadline: through a
  * version 3 transport's exchange member, or an earlier version's send,
  * recv or sendrecv.  dst or src < 0: that side is absent. */
-static int exchange(redcoll_comm *c, int dst, const void *sbuf, size_t slen, int src, void *rbuf,
-                    size_t rlen) {
+static int exchange_on(redcoll_comm *c, unsigned sub, uint64_t collective, int dst, uint64_t stag,
+                       const void *sbuf, size_t slen, int src, uint64_t rtag, void *rbuf,
+                       size_t rlen) {
   const redcoll_transport_ops *o = c->ops;
   if (dst >= 0) dst = redcoll__peer(c, dst);
   if (src >= 0) src = redcoll__peer(c, src);
   if (o->version >= 3) {
-    redcoll_transport_ctx ctx = {c->deadline_ns, c->seq, c->channel + REDCOLL__CH_COLL};
-    redcoll_transport_msg s = {dst, c->tag, (void *)sbuf, slen}, r = {src, c->tag, rbuf, rlen};
+    /* Without channels everything travels on the communicator's one. */
+    uint64_t ch = c->channel + (c->ep->caps & REDCOLL_TRANSPORT_CAP_CHANNELS ? sub : 0);
+    redcoll_transport_ctx ctx = {c->deadline_ns, collective, ch};
+    redcoll_transport_msg s = {dst, stag, (void *)sbuf, slen}, r = {src, rtag, rbuf, rlen};
     return o->exchange(c->impl, &ctx, dst >= 0 ? &s : NULL, src >= 0 ? &r : NULL);
   }
-  if (src < 0) return o->send(c->impl, dst, c->tag, sbuf, slen);
-  if (dst < 0) return o->recv(c->impl, src, c->tag, rbuf, rlen);
-  return o->sendrecv(c->impl, dst, c->tag, sbuf, slen, src, c->tag, rbuf, rlen);
+  if (src < 0) return o->send(c->impl, dst, stag, sbuf, slen);
+  if (dst < 0) return o->recv(c->impl, src, rtag, rbuf, rlen);
+  return o->sendrecv(c->impl, dst, stag, sbuf, slen, src, rtag, rbuf, rlen);
+}
+
+/* One exchange of the running collective. */
+static int exchange(redcoll_comm *c, int dst, const void *sbuf, size_t slen, int src, void *rbuf,
+                    size_t rlen) {
+  return exchange_on(c, REDCOLL__CH_COLL, c->seq, dst, c->tag, sbuf, slen, src, c->tag, rbuf,
+                     rlen);
 }
 
 int redcoll__send(redcoll_comm *c, int dst, const void *buf, size_t len) {
@@ -142,22 +152,7 @@ void redcoll__reduce(const redcoll__call *call, void *out, const void *left, con
  * and the failure handling of a collective's call. */
 int redcoll__p2p(redcoll_comm *c, int dst, uint64_t stag, const void *sbuf, size_t slen, int src,
                  uint64_t rtag, void *rbuf, size_t rlen) {
-  const redcoll_transport_ops *o = c->ops;
-  int tdst = dst >= 0 ? redcoll__peer(c, dst) : -1, tsrc = src >= 0 ? redcoll__peer(c, src) : -1;
-  int rc;
-  if (o->version >= 3) {
-    uint64_t ch = c->channel;
-    if (c->ep->caps & REDCOLL_TRANSPORT_CAP_CHANNELS) ch += REDCOLL__CH_P2P;
-    redcoll_transport_ctx ctx = {c->deadline_ns, 0, ch};
-    redcoll_transport_msg s = {tdst, stag, (void *)sbuf, slen}, r = {tsrc, rtag, rbuf, rlen};
-    rc = o->exchange(c->impl, &ctx, dst >= 0 ? &s : NULL, src >= 0 ? &r : NULL);
-  } else if (src < 0) {
-    rc = o->send(c->impl, tdst, stag, sbuf, slen);
-  } else if (dst < 0) {
-    rc = o->recv(c->impl, tsrc, rtag, rbuf, rlen);
-  } else {
-    rc = o->sendrecv(c->impl, tdst, stag, sbuf, slen, tsrc, rtag, rbuf, rlen);
-  }
+  int rc = exchange_on(c, REDCOLL__CH_P2P, 0, dst, stag, sbuf, slen, src, rtag, rbuf, rlen);
   c->deadline_ns = UINT64_MAX;
   if (rc == REDCOLL_OK) return rc;
   return fail_io(c, rc, "point-to-point", dst, src);

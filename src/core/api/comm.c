@@ -111,7 +111,8 @@ REDCOLL_API int redcoll_comm_create(const redcoll_transport_ops *ops, void *impl
   int rc = ask_info(c);
   if (rc == REDCOLL_OK) {
     ep->caps = ops->version >= 3 ? c->info.caps : 0;
-    if ((ep->caps & REDCOLL_TRANSPORT_CAP_CHANNELS) && (ops->cancel == NULL || ops->close == NULL)) {
+    int chans = (ep->caps & REDCOLL_TRANSPORT_CAP_CHANNELS) != 0;
+    if (chans && (ops->cancel == NULL || ops->close == NULL)) {
       redcoll__log(0, "rank %d: the transport has channels but no cancel or close member", rank);
       rc = REDCOLL_EINVAL;
     }
@@ -290,24 +291,16 @@ REDCOLL_API int redcoll_comm_abort(redcoll_comm *c) {
   return REDCOLL_OK;
 }
 
-static uint64_t mix64(uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebULL;
-  x ^= x >> 31;
-  return x;
-}
 
 uint64_t redcoll__make_tag(uint64_t seq, redcoll_coll coll, uint64_t count, redcoll_dtype dt,
                            const redcoll_op *op, int root) {
-  uint64_t h = mix64(0x726564636f6c6cULL ^ (uint64_t)coll);
-  h = mix64(h ^ count);
-  h = mix64(h ^ (uint64_t)dt);
+  uint64_t h = redcoll__mix64(0x726564636f6c6cULL ^ (uint64_t)coll);
+  h = redcoll__mix64(h ^ count);
+  h = redcoll__mix64(h ^ (uint64_t)dt);
   if (op != NULL) {
-    h = mix64(h ^ (uint64_t)op->id);
-    h = mix64(h ^ ((uint64_t)op->elem_size << 1 | (uint64_t)(op->commutative != 0)));
+    h = redcoll__mix64(h ^ (uint64_t)op->id);
+    h = redcoll__mix64(h ^ ((uint64_t)op->elem_size << 1 | (uint64_t)(op->commutative != 0)));
   }
-  h = mix64(h ^ (uint64_t)(int64_t)root);
+  h = redcoll__mix64(h ^ (uint64_t)(int64_t)root);
   return (seq & 0xffffffULL) << 40 | (h & 0xffffffffffULL);
 }

@@ -32,12 +32,7 @@
 
 /* The candidate base of child k of parent base `base`, salt `salt`. */
 static uint64_t draw_base(uint64_t base, uint64_t k, uint64_t salt) {
-  uint64_t x = base ^ 0x9e3779b97f4a7c15ULL * (k + 1) ^ salt << 48;
-  x ^= x >> 31;
-  x *= 0xd6e8feb86659fd93ULL;
-  x ^= x >> 29;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 32;
+  uint64_t x = redcoll__mix64(base ^ 0x9e3779b97f4a7c15ULL * (k + 1) ^ salt << 48);
   x &= ~(uint64_t)(REDCOLL__CH_SPAN - 1);
   return x == 0 ? REDCOLL__CH_SPAN : x;
 }
