@@ -12,6 +12,7 @@
 #include "tcp_runner.h"
 
 #include "raw.h"
+#include "transport/tcp/failure.h"
 #include "transport/tcp/tcp_int.h"
 
 static double now_s(void) { return tcp_run__now(); }
@@ -111,6 +112,29 @@ static int parse(const char *s, int defport, char *out, size_t n) {
   int rc = redcoll__tcp_parse_addr(s, strlen(s), defport, &a, &has);
   if (rc == REDCOLL_OK) redcoll__tcp_addr_str(&a, out, n);
   return rc;
+}
+
+/* A BYE's tag carries the abort its sender left after, and gives it back:
+ * an authentication that failed with rank 65534, a status; none. */
+static void test_bye_tag(void) {
+  redcoll__tcp t;
+  memset(&t, 0, sizeof t);
+  t.abort_from = -1;
+  uint64_t why = 7;
+  CHECK_INT(redcoll__tcp_bye_tag(&t, 1), 1);
+  CHECK_INT(redcoll__tcp_bye_abort(redcoll__tcp_bye_tag(&t, 1), &why), -1);
+  t.abort_from = 65535; /* rank 65535, the largest */
+  t.abort_why = (uint32_t)(int32_t)REDCOLL_EPROTO | (uint64_t)1 << 32 | (uint64_t)65534 << 40;
+  uint64_t tag = redcoll__tcp_bye_tag(&t, 0);
+  CHECK(tag >> REDCOLL__TCP_BYE_BITS == 0 && (tag & 3) == 2);
+  CHECK_INT(redcoll__tcp_bye_abort(tag, &why), -1); /* 0xffff means not known */
+  t.abort_from = 3;
+  tag = redcoll__tcp_bye_tag(&t, 1);
+  CHECK_INT(redcoll__tcp_bye_abort(tag, &why), 3);
+  CHECK(why == t.abort_why && (tag & 1) == 1);
+  t.abort_why = (uint32_t)(int32_t)REDCOLL_ETIMEDOUT;
+  CHECK_INT(redcoll__tcp_bye_abort(redcoll__tcp_bye_tag(&t, 0), &why), 3);
+  CHECK(why == t.abort_why);
 }
 
 static void test_addresses(void) {
@@ -844,6 +868,7 @@ static int want(int argc, char **argv, const char *part) {
 int main(int argc, char **argv) {
   if (want(argc, argv, "units")) {
     test_frames();
+    test_bye_tag();
     test_addresses();
     test_env();
     test_env_torchrun();

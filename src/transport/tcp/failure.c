@@ -61,3 +61,11 @@ uint64_t redcoll__tcp_bye_tag(const redcoll__tcp *t, int has_out) {
   tag |= (uint64_t)(uint16_t)(int16_t)(int32_t)(uint32_t)why << 35;
   return tag;
 }
+
+int redcoll__tcp_bye_abort(uint64_t tag, uint64_t *why) {
+  int from = (int)(tag >> 2 & 0xffff);
+  if (!(tag & 2) || from == 0xffff) return -1;
+  *why = (uint64_t)(uint32_t)(int32_t)(int16_t)(uint16_t)(tag >> 35 & 0xffff);
+  if (tag >> 18 & 1) *why |= (uint64_t)1 << 32 | (tag >> 19 & 0xffff) << 40;
+  return from;
+}

@@ -18,5 +18,8 @@ void redcoll__tcp_peer_fail(redcoll__tcp *t, int q, int status, int dirs);
 /* The tag of this rank's BYE (wire.h): has_out, and the abort it left
  * after (its own or one it was told of), if any. */
 uint64_t redcoll__tcp_bye_tag(const redcoll__tcp *t, int has_out);
+/* The abort a BYE's tag says its sender left after: the aborting rank,
+ * with *why as an ABORT frame's tag; -1 if none or not known. */
+int redcoll__tcp_bye_abort(uint64_t tag, uint64_t *why);
 
 #endif /* REDCOLL_TCP_FAILURE_H */

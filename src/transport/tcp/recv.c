@@ -173,16 +173,14 @@ static void peer_said_bye(redcoll__tcp *t, int q, uint64_t tag) {
   if (tag & 2) {
     /* It gave up after an abort (its own, sent before this BYE, or one it
      * was told of): that is the reason to report, not its leaving. */
-    int from = (int)(tag >> 2 & 0xffff);
+    uint64_t why;
+    int from = redcoll__tcp_bye_abort(tag, &why);
     char via[48];
     snprintf(via, sizeof via, "rank %d left after an abort: ", q);
-    if (from == 0xffff) {
+    if (from < 0)
       redcoll__tcp_set_fatal(t, REDCOLL_EABORTED, "rank %d left after its communicator broke", q);
-    } else {
-      uint64_t why = (uint64_t)(uint32_t)(int32_t)(int16_t)(uint16_t)(tag >> 35 & 0xffff);
-      if (tag >> 18 & 1) why |= (uint64_t)1 << 32 | (tag >> 19 & 0xffff) << 40;
+    else
       abort_learnt(t, via, from, why);
-    }
     return;
   }
   if (!has_out && p->in == NULL) {
