@@ -5,14 +5,14 @@ the format: python3 fuzz/make_corpus.py.  Only the standard library."""
 import os
 import struct
 
-VERSION = 4
-DATA, HELLO, BYE, ABORT, REG, TABLE, AUTH = range(1, 8)
+VERSION = 5
+DATA, HELLO, BYE, ABORT, REG, TABLE, AUTH, CANCEL, CLOSE = range(1, 10)
 HERE = os.path.dirname(os.path.abspath(__file__))
 JOB = 0x0123456789abcdef
 
 
-def hdr(ftype, tag, length, magic=b'RDCL'):
-    return magic + struct.pack('<BBHQQ', VERSION, ftype, 0, tag, length)
+def hdr(ftype, tag, length, magic=b'RDCL', chan=0):
+    return magic + struct.pack('<BBHQQQ', VERSION, ftype, 0, tag, length, chan)
 
 
 def hello(rank, size, job=JOB, number=0):
@@ -33,7 +33,8 @@ SEEDS = {
         'auth': auth(1, bytes(32)) + auth(2, bytes(64)) + auth(3, bytes(32)) + hdr(AUTH, 0, 0),
         'bad_magic': hdr(DATA, 0, 0, magic=b'XDCL'),
         'bye_abort': hdr(BYE, 0, 0) + hdr(ABORT, (1 << 64) - 4, 0),
-        'data': hdr(DATA, 0x1234, 8),
+        'data': hdr(DATA, 0x1234, 8, chan=8),
+        'cancel_close': hdr(CANCEL, 5, 0, chan=12) + hdr(CLOSE, 0, 0, chan=12),
         'hello': hello(1, 4),
         'reg_table': hdr(REG, 2 | 4 << 32, 20 + 8) + bytes(28) + hdr(TABLE, 4, 12 + 4 * 20),
     },

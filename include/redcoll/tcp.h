@@ -116,6 +116,15 @@ typedef struct redcoll_tcp_config {
    * list's entries as written; ranks of two jobs that share the same list, or that register at
    * the same rendezvous with no id, cannot be told apart. */
   uint64_t job_id;
+  /* Bytes of messages that arrived before their receive was posted that
+   * this rank keeps per peer (0: 64 MiB; REDCOLL_UNEXPECTED_MAX in the
+   * environment).  Past it, the connection from that peer stops reading
+   * until receives take some: the peer's sends then wait in the kernel's
+   * buffers.  One message is always kept, whatever its size.  A program
+   * whose thread waits on one communicator for a message that a peer sends
+   * only after more than this much on another communicator that the same
+   * thread receives later can stall until its timeout. */
+  uint64_t unexpected_max;
 } redcoll_tcp_config;
 
 /* Zeroes cfg and sets rank and size to -1 (unknown). */
@@ -150,10 +159,13 @@ REDCOLL_API int redcoll_tcp_config_from_env(redcoll_tcp_config *cfg);
  * done (master) or at once (hosts); connections are opened later, on first
  * use.  Returns REDCOLL_EINVAL for a bad configuration, REDCOLL_ETRANSPORT
  * if listening or the rendezvous fails, REDCOLL_ETIMEDOUT if the rendezvous
- * does not finish within the timeout, REDCOLL_ENOMEM.  The TCP transport
- * has no channels yet: this is the one communicator over it, and
- * redcoll_comm_dup, split and create_group on it return REDCOLL_ENOTSUP
- * (docs/communicators.md); point-to-point works on it. */
+ * does not finish within the timeout, REDCOLL_ENOMEM.  redcoll_comm_dup,
+ * split and create_group make more communicators over the same
+ * connections (docs/communicators.md), and collectives on different
+ * communicators may run at once from different threads of a process.  A
+ * lost peer breaks the calls that need it (and, through the core, the
+ * communicators that contain it); an abort or a timeout breaks only its
+ * communicator. */
 REDCOLL_API int redcoll_tcp_comm_create(const redcoll_tcp_config *cfg, redcoll_comm **out);
 
 /* redcoll_tcp_config_from_env + redcoll_tcp_comm_create. */

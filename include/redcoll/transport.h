@@ -190,8 +190,9 @@ typedef struct redcoll_transport_ops {
   /* With REDCOLL_TRANSPORT_CAP_CHANNELS (else NULL): the communicator of
    * the channel group that starts at `channel` is destroyed on this rank;
    * free what is kept for it.  A peer waiting for this rank on one of its
-   * channels gets REDCOLL_ETRANSPORT.  The group may be used again later
-   * by another communicator. */
+   * channels gets REDCOLL_ETRANSPORT.  The core never uses the group again
+   * on this transport object, so a transport may keep a record of it (and
+   * drop what still arrives for it). */
   void (*close)(void *impl, uint64_t channel);
 } redcoll_transport_ops;
 

@@ -201,7 +201,9 @@ REDCOLL_API int redcoll_comm_error(const redcoll_comm *c) {
 }
 
 /* The last communicator on a transport destroys it; one of several closes
- * its channels there. */
+ * its channels there.  Its channel group stays reserved on the endpoint
+ * (retired): no later communicator uses it, so a late message or CLOSE of
+ * this one can never meet that communicator's calls. */
 REDCOLL_API void redcoll_comm_destroy(redcoll_comm *c) {
   if (c == NULL) return;
   redcoll__endpoint *ep = c->ep;
@@ -211,7 +213,6 @@ REDCOLL_API void redcoll_comm_destroy(redcoll_comm *c) {
     ep_free(ep);
   } else {
     if (ep->caps & REDCOLL_TRANSPORT_CAP_CHANNELS) ep->ops->close(ep->impl, c->channel);
-    redcoll__chan_release(ep, c->channel);
   }
   free(c->map);
   free(c->scratch[0]);

@@ -115,14 +115,19 @@ void redcoll__tcp_ctl_write_bytes(redcoll__tcp_conn *c, const unsigned char *fra
   c->t->ctl_pending++;
 }
 
-static void ctl_write_frame(redcoll__tcp_conn *c, unsigned type, uint64_t tag, int close) {
+static void ctl_write_frame(redcoll__tcp_conn *c, unsigned type, uint64_t tag, uint64_t chan,
+                            int close) {
   unsigned char h[REDCOLL__TCP_HDR];
-  redcoll__tcp_encode(h, type, tag, 0);
+  redcoll__tcp_encode_ch(h, type, tag, 0, chan);
   redcoll__tcp_ctl_write_bytes(c, h, sizeof h, close);
 }
 
 void redcoll__tcp_ctl_send(redcoll__tcp_conn *c, unsigned type, uint64_t tag) {
-  ctl_write_frame(c, type, tag, 0);
+  ctl_write_frame(c, type, tag, 0, 0);
+}
+
+void redcoll__tcp_ctl_send_ch(redcoll__tcp_conn *c, unsigned type, uint64_t tag, uint64_t chan) {
+  ctl_write_frame(c, type, tag, chan, 0);
 }
 
 /* Refuses a connection in its set-up: tells the other side (an AUTH frame
@@ -136,7 +141,7 @@ void redcoll__tcp_conn_refuse(redcoll__tcp_conn *c) {
     if (p->in == c) p->in = NULL;
     c->peer = -1;
   }
-  ctl_write_frame(c, REDCOLL__FR_AUTH, REDCOLL__AUTH_REFUSED, 1);
+  ctl_write_frame(c, REDCOLL__FR_AUTH, REDCOLL__AUTH_REFUSED, 0, 1);
 }
 
 void redcoll__tcp_conn_proto(redcoll__tcp_conn *c, const char *what) {

@@ -19,8 +19,9 @@ void redcoll__tcp_retry_later_ms(redcoll__tcp *t, int q, unsigned ms);
  * closes c once it is out. */
 void redcoll__tcp_ctl_write_bytes(redcoll__tcp_conn *c, const unsigned char *frame, size_t n,
                                   int close);
-/* Writes a frame without payload (BYE, ABORT). */
+/* Writes a frame without payload (BYE), or with a channel (CANCEL, CLOSE). */
 void redcoll__tcp_ctl_send(redcoll__tcp_conn *c, unsigned type, uint64_t tag);
+void redcoll__tcp_ctl_send_ch(redcoll__tcp_conn *c, unsigned type, uint64_t tag, uint64_t chan);
 /* Refuses a connection in its set-up: an AUTH frame of step 0, then the
  * close. */
 void redcoll__tcp_conn_refuse(redcoll__tcp_conn *c);

@@ -19,9 +19,9 @@ void redcoll__tcp_on_retry(uv_timer_t *tm) {
   redcoll__tcp *t = uv_handle_get_loop((uv_handle_t *)tm)->data;
   p->retry_active = 0;
   int q = (int)(p - t->peers);
-  int probe = p->probe && p->rx != NULL && p->in == NULL;
+  int probe = p->probe && redcoll__tcp_peer_waited(t, q) && p->in == NULL;
   if (!probe) p->probe = 0;
-  if (p->out == NULL && p->err_send == REDCOLL_OK && (p->tx != NULL || probe)) {
+  if (p->out == NULL && p->err_send == REDCOLL_OK && (p->txq != NULL || probe)) {
     if (probe && p->gone_after_ns == 0) p->gone_after_ns = uv_hrtime() + REDCOLL__TCP_GONE_NS;
     redcoll__tcp_peer_connect(t, q, 0);
   }
@@ -56,8 +56,7 @@ static void on_connect(uv_connect_t *req, int status) {
     }
     if (gone) {
       /* A probe: it never connected to this rank, which waits for it. */
-      redcoll__tcp_peer_fail(t, q, REDCOLL_ETRANSPORT, p->probe ? DIR_BOTH : DIR_SEND);
-      redcoll__tcp_set_fatal(t, REDCOLL_ETRANSPORT,
+      redcoll__tcp_peer_lost(t, q, REDCOLL_ETRANSPORT, p->probe ? DIR_BOTH : DIR_SEND,
                              "rank %d (%s) %s, and nobody has listened there for %llu ms since: it "
                              "is gone (%s)",
                              q, redcoll__tcp_peer_addr(t, q, a, sizeof a),
@@ -68,8 +67,8 @@ static void on_connect(uv_connect_t *req, int status) {
       return;
     }
     if (!retryable) {
-      redcoll__tcp_peer_fail(t, q, REDCOLL_ETRANSPORT, DIR_SEND);
-      redcoll__tcp_set_fatal(t, REDCOLL_ETRANSPORT, "cannot connect to rank %d at %s: %s", q,
+      redcoll__tcp_peer_lost(t, q, REDCOLL_ETRANSPORT, DIR_SEND,
+                             "cannot connect to rank %d at %s: %s", q,
                              redcoll__tcp_peer_addr(t, q, a, sizeof a), uv_strerror(status));
       return;
     }
@@ -130,7 +129,8 @@ void redcoll__tcp_connect_to(redcoll__tcp *t, int q, int for_abort, int control)
   if (r != 0) {
     redcoll__tcp_conn_close(c);
     if (!for_abort)
-      redcoll__tcp_set_fatal(t, REDCOLL_ETRANSPORT, "cannot connect to rank %d at %s: %s", q,
+      redcoll__tcp_peer_lost(t, q, REDCOLL_ETRANSPORT, DIR_SEND,
+                             "cannot connect to rank %d at %s: %s", q,
                              redcoll__tcp_peer_addr(t, q, a, sizeof a), uv_strerror(r));
     return;
   }

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include "chan.h"
 #include "failure.h"
 
 const char *redcoll__tcp_peer_addr(redcoll__tcp *t, int q, char *buf, size_t len) {
@@ -31,21 +32,92 @@ void redcoll__tcp_set_fatal(redcoll__tcp *t, int status, const char *fmt, ...) {
   redcoll__log(0, "tcp rank %d (%s): %s: %s", t->rank, self, msg, redcoll_strerror(status));
 }
 
+/* A peer's error: the first, unless a lost connection is explained better
+ * by an abort or a failed authentication. */
+static void set_err(int *err, int status) {
+  if (*err == REDCOLL_OK ||
+      (*err == REDCOLL_ETRANSPORT && (status == REDCOLL_EABORTED || status == REDCOLL_EPROTO)))
+    *err = status;
+}
+
+/* Ends the receive posted on pc of peer q with status; the rest of a
+ * payload being read into it is dropped. */
+static void fail_recv(redcoll__tcp *t, int q, redcoll__tcp_pchan *pc, int status) {
+  redcoll__tcp_recv *r = pc->rx;
+  redcoll__tcp_conn *c = t->peers[q].in;
+  if (c != NULL && c->sink_rx == r) {
+    c->sink_rx = NULL;
+    c->have_frame = 0;
+    c->discard = r->len - r->got;
+  }
+  pc->rx = NULL;
+  r->done = 1;
+  r->status = status;
+}
+
+/* Ends the sends to q still waiting for its connection (all, or those of
+ * channel group g) with status. */
+static void fail_sends(redcoll__tcp *t, int q, int all, uint64_t g, int status) {
+  redcoll__tcp_peer *p = &t->peers[q];
+  redcoll__tcp_send **pp = &p->txq, *last = NULL;
+  while (*pp != NULL) {
+    redcoll__tcp_send *s = *pp;
+    if (all || REDCOLL__TCP_GROUP_OF(s->chan) == g) {
+      *pp = s->next;
+      s->next = NULL;
+      s->done = 1;
+      s->status = status;
+    } else {
+      last = s;
+      pp = &s->next;
+    }
+  }
+  p->txq_tail = last;
+}
+
 /* Makes one direction (or both) of peer q unusable: pending and later
- * operations that need it fail. */
+ * operations that need it fail.  Messages already kept from it can still be
+ * received. */
 void redcoll__tcp_peer_fail(redcoll__tcp *t, int q, int status, int dirs) {
   redcoll__tcp_peer *p = &t->peers[q];
-  if ((dirs & DIR_SEND) && p->err_send == REDCOLL_OK) p->err_send = status;
-  if ((dirs & DIR_RECV) && p->err_recv == REDCOLL_OK) p->err_recv = status;
-  if ((dirs & DIR_SEND) && p->tx != NULL && !p->tx->queued) {
-    p->tx->done = 1;
-    p->tx->status = status;
-    p->tx = NULL;
+  if (dirs & DIR_SEND) {
+    set_err(&p->err_send, status);
+    fail_sends(t, q, 1, 0, status);
   }
-  if ((dirs & DIR_RECV) && p->rx != NULL) {
-    p->rx->done = 1;
-    p->rx->status = status;
-    p->rx = NULL;
+  if (dirs & DIR_RECV) {
+    set_err(&p->err_recv, status);
+    for (redcoll__tcp_pchan *pc = p->chans; pc != NULL; pc = pc->next)
+      if (pc->rx != NULL) fail_recv(t, q, pc, p->err_recv);
+  }
+}
+
+void redcoll__tcp_peer_lost(redcoll__tcp *t, int q, int status, int dirs, const char *fmt, ...) {
+  redcoll__tcp_peer *p = &t->peers[q];
+  if (!p->lost_logged) {
+    p->lost_logged = 1;
+    char msg[512], self[64];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    redcoll__tcp_addr_str(&t->self, self, sizeof self);
+    redcoll__log(0, "tcp rank %d (%s): %s: %s", t->rank, self, msg, redcoll_strerror(status));
+  }
+  redcoll__tcp_peer_fail(t, q, status, dirs);
+}
+
+int redcoll__tcp_peer_waited(const redcoll__tcp *t, int q) {
+  for (const redcoll__tcp_pchan *pc = t->peers[q].chans; pc != NULL; pc = pc->next)
+    if (pc->rx != NULL) return 1;
+  return 0;
+}
+
+void redcoll__tcp_group_fail(redcoll__tcp *t, uint64_t g, int status) {
+  for (int q = 0; q < t->size; q++) {
+    if (q == t->rank) continue;
+    for (redcoll__tcp_pchan *pc = t->peers[q].chans; pc != NULL; pc = pc->next)
+      if (pc->rx != NULL && REDCOLL__TCP_GROUP_OF(pc->chan) == g) fail_recv(t, q, pc, status);
+    fail_sends(t, q, 0, g, status);
   }
 }
 

@@ -14,6 +14,15 @@ void redcoll__tcp_set_fatal(redcoll__tcp *t, int status, const char *fmt, ...)
  * operations that need it fail. */
 enum { DIR_SEND = 1, DIR_RECV = 2, DIR_BOTH = 3 };
 void redcoll__tcp_peer_fail(redcoll__tcp *t, int q, int status, int dirs);
+/* The same for a peer lost (gone, unreachable, or left after an abort),
+ * with the reason logged the first time: calls that need q fail, the
+ * other channels and peers go on. */
+void redcoll__tcp_peer_lost(redcoll__tcp *t, int q, int status, int dirs, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+/* Whether a receive from peer q is posted. */
+int redcoll__tcp_peer_waited(const redcoll__tcp *t, int q);
+/* Ends every call on channel group g with status (a cancel). */
+void redcoll__tcp_group_fail(redcoll__tcp *t, uint64_t g, int status);
 
 /* The tag of this rank's BYE (wire.h): has_out, and the abort it left
  * after (its own or one it was told of), if any. */

@@ -148,8 +148,7 @@ static void answer_arrived(redcoll__tcp_conn *c) {
   if (!data) return;
   redcoll__tcp_peer_addr(t, q, a, sizeof a);
   if (job == t->job && number > t->number) {
-    redcoll__tcp_peer_fail(t, q, REDCOLL_ETRANSPORT, DIR_SEND);
-    redcoll__tcp_set_fatal(t, REDCOLL_ETRANSPORT,
+    redcoll__tcp_peer_lost(t, q, REDCOLL_ETRANSPORT, DIR_SEND,
                            "rank %d (%s) has destroyed this communicator: it runs a later one "
                            "of this job (its number %llu, this one's %llu)",
                            q, a, (unsigned long long)number, (unsigned long long)t->number);

@@ -1,22 +1,26 @@
 /* The receiving side of a connection: its reads, the frames taken out of
- * them, and the DATA frames matched against the posted receive.
+ * them, and the DATA frames matched per (peer, channel) against the posted
+ * receives (chan.c keeps what comes first).
  *
  * An identified incoming connection reads whatever the socket holds into
  * its buffer (REDCOLL__TCP_RBUF bytes), one read for header and payload of
  * a small message and for several messages that came together, checks each
- * header against the posted receive and copies the payload out; the rest
- * of a payload longer than that is read straight into the caller's buffer.
- * Frames nobody has asked for yet wait in the buffer; once it is full the
- * connection stops reading (the kernel's buffers and TCP flow control hold
- * the sender back).  Before a connection is identified it reads exactly the
- * bytes of each set-up frame (handshake.c says what they mean), so that
- * nothing of the messages after it lands in the wrong place. */
+ * header against the receive posted on its channel and copies the payload
+ * out; the rest of a payload longer than that is read straight into the
+ * caller's buffer.  A message whose receive is not posted yet is kept whole
+ * for it, up to the peer's bound on kept bytes; past that the connection
+ * stops reading (the kernel's buffers and TCP flow control hold the sender
+ * back) until receives take what is kept.  Before a connection is
+ * identified it reads exactly the bytes of each set-up frame (handshake.c
+ * says what they mean), so that nothing of the messages after it lands in
+ * the wrong place. */
 #include <stdlib.h>
 
 #include "conn.h"
 #include "failure.h"
 #include "handshake.h"
 #include "recv.h"
+#include "chan.h"
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b);
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b);
@@ -25,8 +29,8 @@ void redcoll__tcp_conn_read_start(redcoll__tcp_conn *c) {
   if (c->reading || c->closing) return;
   int r = uv_read_start((uv_stream_t *)&c->h, on_alloc, on_read);
   if (r != 0) {
-    redcoll__tcp_set_fatal(c->t, REDCOLL_ETRANSPORT, "cannot read from rank %d: %s", c->peer,
-                           uv_strerror(r));
+    redcoll__tcp_peer_lost(c->t, c->peer, REDCOLL_ETRANSPORT, DIR_BOTH,
+                           "cannot read from rank %d: %s", c->peer, uv_strerror(r));
     return;
   }
   c->reading = 1;
@@ -37,60 +41,115 @@ int redcoll__tcp_buffered(const redcoll__tcp_conn *c) {
   return !c->out && c->ready && c->peer >= 0;
 }
 
-/* Completes the receive r of the frame on c. */
-static void recv_complete(redcoll__tcp *t, redcoll__tcp_conn *c, redcoll__tcp_recv *r) {
+/* The payload of c's frame is all there: the receive it was read into is
+ * done, or the message kept for a later receive is whole (and handed to a
+ * receive posted meanwhile). */
+static void payload_done(redcoll__tcp *t, redcoll__tcp_conn *c) {
+  int q = c->peer;
   c->have_frame = 0;
-  r->done = 1;
-  r->status = REDCOLL_OK;
-  t->peers[c->peer].rx = NULL;
-}
-
-/* Moves what c's buffer holds of the matched frame's payload into r. */
-static void recv_from_buffer(redcoll__tcp *t, redcoll__tcp_conn *c, redcoll__tcp_recv *r) {
-  size_t avail = c->rhi - c->rlo, need = r->len - r->got;
-  size_t n = avail < need ? avail : need;
-  if (n > 0) {
-    memcpy((char *)r->buf + r->got, c->rb + c->rlo, n);
-    c->rlo += n;
-    r->got += n;
-  }
-  if (r->got == r->len) recv_complete(t, c, r);
-}
-
-/* A DATA header is waiting on peer q's connection, or a receive was just
- * posted: match them.  Unmatched, a buffered connection reads on into its
- * buffer; one that is not stops reading until they can be matched. */
-void redcoll__tcp_try_match(redcoll__tcp *t, int q) {
-  redcoll__tcp_peer *p = &t->peers[q];
-  redcoll__tcp_conn *c = p->in;
-  if (c == NULL || !c->have_frame) return;
-  redcoll__tcp_recv *r = p->rx;
-  if (r == NULL) {
-    if (!redcoll__tcp_buffered(c)) redcoll__tcp_conn_read_stop(c);
-    return;
-  }
-  if (r->matched) return;
-  if (c->fr.tag != r->tag || c->fr.len != r->len) {
-    redcoll__log(0,
-                 "tcp rank %d: message from rank %d has tag %#llx and %llu bytes, "
-                 "the receive expects tag %#llx and %llu bytes",
-                 t->rank, q, (unsigned long long)c->fr.tag, (unsigned long long)c->fr.len,
-                 (unsigned long long)r->tag, (unsigned long long)r->len);
-    redcoll__tcp_conn_read_stop(c);
+  if (c->sink_rx != NULL) {
+    redcoll__tcp_recv *r = c->sink_rx;
+    c->sink_rx = NULL;
+    redcoll__tcp_pchan *pc = redcoll__tcp_pchan_get(t, q, r->chan, 0);
+    if (pc != NULL && pc->rx == r) pc->rx = NULL;
     r->done = 1;
-    r->status = REDCOLL_EMISMATCH;
-    p->rx = NULL;
-    /* The stream from q is out of step from here on. */
-    redcoll__tcp_set_fatal(t, REDCOLL_EMISMATCH, "receive from rank %d does not match", q);
+    r->status = REDCOLL_OK;
+    redcoll__tcp_pchan_tidy(t, q, pc);
     return;
   }
-  r->matched = 1;
-  if (redcoll__tcp_buffered(c)) {
-    recv_from_buffer(t, c, r);
-    return;
+  c->sink_um = NULL;
+  redcoll__tcp_pchan *pc = redcoll__tcp_pchan_get(t, q, c->fr.chan, 0);
+  if (pc != NULL && redcoll__tcp_umsg_deliver(t, q, pc)) redcoll__tcp_pchan_tidy(t, q, pc);
+}
+
+/* Bytes of c's frame payload still to come, and where they go. */
+static size_t payload_left(const redcoll__tcp_conn *c) {
+  if (c->sink_rx != NULL) return c->sink_rx->len - c->sink_rx->got;
+  if (c->sink_um != NULL) return c->sink_um->len - c->sink_um->got;
+  return 0;
+}
+
+static unsigned char *payload_at(const redcoll__tcp_conn *c) {
+  if (c->sink_rx != NULL) return (unsigned char *)c->sink_rx->buf + c->sink_rx->got;
+  return c->sink_um->data + c->sink_um->got;
+}
+
+static void payload_took(redcoll__tcp *t, redcoll__tcp_conn *c, size_t n) {
+  if (c->sink_rx != NULL) c->sink_rx->got += n;
+  else c->sink_um->got += n;
+  if (payload_left(c) == 0) payload_done(t, c);
+}
+
+/* The DATA header c->fr has been read: chooses where its payload goes --
+ * the receive posted on its channel (nothing kept before it), a message
+ * kept for a later receive, or nowhere (its communicator is gone or
+ * cancelled here).  Returns 0 if it must wait: the bytes kept from the peer
+ * are at their bound. */
+static int data_sink(redcoll__tcp *t, redcoll__tcp_conn *c) {
+  int q = c->peer;
+  redcoll__tcp_peer *p = &t->peers[q];
+  const redcoll__tcp_frame *f = &c->fr;
+  const redcoll__tcp_group *gr = redcoll__tcp_group_get(t, REDCOLL__TCP_GROUP_OF(f->chan), 0);
+  if (gr != NULL && (gr->closed || gr->cancelled || gr->broken)) {
+    redcoll__log(3, "tcp rank %d: dropped %llu bytes from rank %d on channel %llu (its "
+                    "communicator is %s here)", t->rank, (unsigned long long)f->len, q,
+                 (unsigned long long)f->chan, gr->closed ? "destroyed" : "broken");
+    c->have_frame = 0;
+    c->discard = f->len;
+    return 1;
   }
-  if (r->len == 0) recv_complete(t, c, r);
-  redcoll__tcp_conn_read_start(c);
+  redcoll__tcp_pchan *pc = redcoll__tcp_pchan_get(t, q, f->chan, 1);
+  if (pc == NULL) goto nomem;
+  redcoll__tcp_recv *r = pc->rx;
+  if (r != NULL && !r->matched && pc->head == NULL) {
+    if (f->tag != r->tag || f->len != r->len) {
+      redcoll__log(0,
+                   "tcp rank %d: message from rank %d on channel %llu has tag %#llx and %llu "
+                   "bytes, the receive expects tag %#llx and %zu bytes",
+                   t->rank, q, (unsigned long long)f->chan, (unsigned long long)f->tag,
+                   (unsigned long long)f->len, (unsigned long long)r->tag, r->len);
+      r->done = 1;
+      r->status = REDCOLL_EMISMATCH;
+      pc->rx = NULL;
+      redcoll__tcp_chan_broken(t, f->chan);
+      c->have_frame = 0;
+      c->discard = f->len; /* the channel is out of step: its communicator fails */
+      return 1;
+    }
+    r->matched = 1;
+    c->sink_rx = r;
+  } else {
+    if (p->unexpected > 0 && p->unexpected + f->len > t->unexpected_max) return 0;
+    if (f->len > SIZE_MAX - sizeof(redcoll__tcp_umsg)) goto nomem;
+    c->sink_um = redcoll__tcp_umsg_push(t, q, pc, f->tag, (size_t)f->len);
+    if (c->sink_um == NULL) goto nomem;
+  }
+  if (f->len == 0) payload_done(t, c);
+  return 1;
+nomem:
+  redcoll__tcp_conn_read_stop(c);
+  redcoll__tcp_set_fatal(t, REDCOLL_ENOMEM, "no memory for a message of %llu bytes from rank %d",
+                         (unsigned long long)f->len, q);
+  return 0;
+}
+
+/* The receive r (posted on peer q's channel r->chan) ends before its
+ * message did: the rest of a payload being read into it is dropped. */
+void redcoll__tcp_recv_withdraw(redcoll__tcp *t, redcoll__tcp_recv *r) {
+  redcoll__tcp_peer *p = &t->peers[r->src];
+  redcoll__tcp_conn *c = p->in;
+  if (c != NULL && c->sink_rx == r) {
+    c->sink_rx = NULL;
+    c->have_frame = 0;
+    c->discard = r->len - r->got;
+  }
+  redcoll__tcp_pchan *pc = redcoll__tcp_pchan_get(t, r->src, r->chan, 0);
+  if (pc != NULL && pc->rx == r) {
+    pc->rx = NULL;
+    redcoll__tcp_pchan_tidy(t, r->src, pc);
+  }
+  r->done = 1;
+  if (c != NULL) redcoll__tcp_rx_pump(c);
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b) {
@@ -98,69 +157,65 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b) {
   (void)suggested;
   c->into_rb = 0;
   if (redcoll__tcp_buffered(c)) {
-    redcoll__tcp_recv *r = c->t->peers[c->peer].rx;
-    if (!(c->have_frame && r != NULL && r->matched)) {
-      /* Into the buffer (a matched payload goes straight to the caller). */
-      b->base = NULL;
-      b->len = 0;
-      if (c->rb == NULL && (c->rb = malloc(REDCOLL__TCP_RBUF)) == NULL) return;
-      if (c->rlo > 0) {
-        memmove(c->rb, c->rb + c->rlo, c->rhi - c->rlo);
-        c->rhi -= c->rlo;
-        c->rlo = 0;
-      }
-      if (c->rhi == REDCOLL__TCP_RBUF) return; /* full: stop reading */
-      b->base = (char *)c->rb + c->rhi;
-      b->len = REDCOLL__TCP_RBUF - c->rhi;
-      c->into_rb = 1;
+    if (c->have_frame && c->discard == 0 && payload_left(c) > 0 && c->rlo == c->rhi) {
+      /* The rest of a payload whose place is known: straight there. */
+      size_t left = payload_left(c);
+      if (left > ((size_t)1 << 30)) left = (size_t)1 << 30;
+      b->base = (char *)payload_at(c);
+      b->len = left;
       return;
     }
+    b->base = NULL;
+    b->len = 0;
+    if (c->rb == NULL && (c->rb = malloc(REDCOLL__TCP_RBUF)) == NULL) return;
+    if (c->rlo > 0) {
+      memmove(c->rb, c->rb + c->rlo, c->rhi - c->rlo);
+      c->rhi -= c->rlo;
+      c->rlo = 0;
+    }
+    if (c->rhi == REDCOLL__TCP_RBUF) return; /* full: stop reading */
+    b->base = (char *)c->rb + c->rhi;
+    b->len = REDCOLL__TCP_RBUF - c->rhi;
+    c->into_rb = 1;
+    return;
   }
   if (c->aneed > 0) { /* an authentication payload: exactly its bytes */
     b->base = (char *)c->abuf + c->agot;
     b->len = c->aneed - c->agot;
     return;
   }
-  if (!c->have_frame) {
-    /* Exactly the rest of the header: never read past it into a payload
-     * whose buffer is not known yet. */
-    b->base = (char *)c->hdr + c->hdr_got;
-    b->len = REDCOLL__TCP_HDR - c->hdr_got;
-    return;
-  }
-  redcoll__tcp_recv *r = c->t->peers[c->peer].rx;
-  if (r == NULL || !r->matched) {
-    b->base = NULL;
-    b->len = 0;
-    return;
-  }
-  size_t left = r->len - r->got;
-  if (left > ((size_t)1 << 30)) left = (size_t)1 << 30;
-  b->base = (char *)r->buf + r->got;
-  b->len = left;
+  /* Exactly the rest of the header: never read past it into what follows
+   * the set-up. */
+  b->base = (char *)c->hdr + c->hdr_got;
+  b->len = REDCOLL__TCP_HDR - c->hdr_got;
 }
 
-/* Peer q destroyed its communicator.  If it has no connection to this
- * rank that may still carry data (has_out 0) and none is open here,
- * nothing can ever arrive from it: receives from it fail now, not at the
- * timeout. */
-/* This rank learns that rank `from` aborted, with an ABORT frame's tag
- * (`why`): the communicator is broken with REDCOLL_EABORTED and the reason
- * (an authentication that failed, or the status), told by `via`. */
-static void abort_learnt(redcoll__tcp *t, const char *via, int from, uint64_t why) {
+/* Rank `from` gave up on the communicator of channel group g (a CANCEL
+ * frame, or a BYE that says so, told by `via`), with an ABORT tag's why:
+ * the calls on its channels end with REDCOLL_EABORTED, and the reason is
+ * logged. */
+void redcoll__tcp_cancel_learnt(redcoll__tcp *t, const char *via, int from, uint64_t g,
+                                uint64_t why) {
+  redcoll__tcp_group *gr = redcoll__tcp_group_get(t, g, 1);
   if (t->abort_from < 0) {
     t->abort_from = from;
     t->abort_why = why;
   }
+  if (gr == NULL || gr->cancelled) return;
+  gr->cancelled = REDCOLL_EABORTED;
+  gr->from = from;
+  gr->why = why;
   int st = (int)(int32_t)(uint32_t)why;
   if (((why >> 32) & 0xff) == 1)
-    redcoll__tcp_set_fatal(t, REDCOLL_EABORTED,
-                           "%srank %d aborted: its authentication with rank %d failed (not the "
-                           "same REDCOLL_SECRET?)",
-                           via, from, (int)(why >> 40));
+    redcoll__log(0,
+                 "tcp rank %d: %srank %d aborted the communicator of channel %llu: its "
+                 "authentication with rank %d failed (not the same REDCOLL_SECRET?)",
+                 t->rank, via, from, (unsigned long long)g, (int)(why >> 40));
   else
-    redcoll__tcp_set_fatal(t, REDCOLL_EABORTED, "%srank %d aborted with status %d (%s)", via, from,
-                           st, redcoll_status_name(st));
+    redcoll__log(2, "tcp rank %d: %srank %d aborted the communicator of channel %llu with status "
+                    "%d (%s)", t->rank, via, from, (unsigned long long)g, st,
+                 redcoll_status_name(st));
+  redcoll__tcp_group_fail(t, g, REDCOLL_EABORTED);
 }
 
 /* Rank q said goodbye (BYE, redcoll__tcp_bye_tag): whether its data
@@ -175,19 +230,43 @@ static void peer_said_bye(redcoll__tcp *t, int q, uint64_t tag) {
      * was told of): that is the reason to report, not its leaving. */
     uint64_t why;
     int from = redcoll__tcp_bye_abort(tag, &why);
-    char via[48];
-    snprintf(via, sizeof via, "rank %d left after an abort: ", q);
-    if (from < 0)
-      redcoll__tcp_set_fatal(t, REDCOLL_EABORTED, "rank %d left after its communicator broke", q);
-    else
-      abort_learnt(t, via, from, why);
+    if (from < 0) {
+      redcoll__tcp_peer_lost(t, q, REDCOLL_EABORTED, DIR_BOTH,
+                             "rank %d left after its communicator broke", q);
+    } else if (((why >> 32) & 0xff) == 1) {
+      redcoll__tcp_peer_lost(t, q, REDCOLL_EABORTED, DIR_BOTH,
+                             "rank %d left after an abort: rank %d's authentication with rank %d "
+                             "failed (not the same REDCOLL_SECRET?)",
+                             q, from, (int)(why >> 40));
+    } else {
+      int st = (int)(int32_t)(uint32_t)why;
+      redcoll__tcp_peer_lost(t, q, REDCOLL_EABORTED, DIR_BOTH,
+                             "rank %d left after an abort: rank %d aborted with status %d (%s)", q,
+                             from, st, redcoll_status_name(st));
+    }
     return;
   }
   if (!has_out && p->in == NULL) {
-    if (p->rx != NULL)
+    if (redcoll__tcp_peer_waited(t, q))
       redcoll__log(0, "tcp rank %d: rank %d closed its communicator while this rank waits for "
                       "a message from it", t->rank, q);
     redcoll__tcp_peer_fail(t, q, REDCOLL_ETRANSPORT, DIR_RECV);
+  }
+}
+
+/* Rank q destroyed its communicator of channel group g: nothing more comes
+ * from it there, after what has come. */
+static void peer_closed_group(redcoll__tcp *t, int q, uint64_t g) {
+  redcoll__tcp_peer_closed(t, q, g);
+  for (redcoll__tcp_pchan *pc = t->peers[q].chans; pc != NULL; pc = pc->next) {
+    redcoll__tcp_recv *r = pc->rx;
+    if (REDCOLL__TCP_GROUP_OF(pc->chan) != g || r == NULL || r->matched || pc->head != NULL)
+      continue;
+    redcoll__log(0, "tcp rank %d: rank %d destroyed the communicator of channel %llu while this "
+                    "rank waits for a message from it there", t->rank, q, (unsigned long long)g);
+    pc->rx = NULL;
+    r->done = 1;
+    r->status = REDCOLL_ETRANSPORT;
   }
 }
 
@@ -206,8 +285,8 @@ void redcoll__tcp_conn_lost(redcoll__tcp_conn *c, int uverr) {
     redcoll__tcp_conn_close(c);
     if (!data) return;
     if (p->said_bye) { /* gone for good, as a refused connection is then */
-      redcoll__tcp_peer_fail(t, q, REDCOLL_ETRANSPORT, DIR_SEND);
-      redcoll__tcp_set_fatal(t, REDCOLL_ETRANSPORT, "rank %d (%s) closed the connection: %s", q,
+      redcoll__tcp_peer_lost(t, q, REDCOLL_ETRANSPORT, DIR_SEND,
+                             "rank %d (%s) closed the connection: %s", q,
                              redcoll__tcp_peer_addr(t, q, a, sizeof a), uv_strerror(uverr));
       return;
     }
@@ -238,7 +317,7 @@ void redcoll__tcp_conn_lost(redcoll__tcp_conn *c, int uverr) {
   if (c->bye && (uverr == UV_EOF || uverr == UV_ECONNRESET)) {
     /* Closed normally: only what uses this connection fails from now on.
      * (The connection of the other direction may still hold messages.) */
-    if (!c->out && t->peers[q].rx != NULL)
+    if (!c->out && redcoll__tcp_peer_waited(t, q))
       redcoll__log(0, "tcp rank %d: rank %d closed its communicator while this rank waits for "
                       "a message from it", t->rank, q);
     else
@@ -249,10 +328,9 @@ void redcoll__tcp_conn_lost(redcoll__tcp_conn *c, int uverr) {
     return;
   }
   redcoll__tcp_conn_close(c);
-  redcoll__tcp_peer_fail(t, q, REDCOLL_ETRANSPORT, DIR_BOTH);
-  redcoll__tcp_set_fatal(t, REDCOLL_ETRANSPORT, "lost the connection %s rank %d (%s): %s",
-                         c->out ? "to" : "from", q, redcoll__tcp_peer_addr(t, q, a, sizeof a),
-                         uv_strerror(uverr));
+  redcoll__tcp_peer_lost(t, q, REDCOLL_ETRANSPORT, DIR_BOTH,
+                         "lost the connection %s rank %d (%s): %s", c->out ? "to" : "from", q,
+                         redcoll__tcp_peer_addr(t, q, a, sizeof a), uv_strerror(uverr));
 }
 
 static void frame_arrived(redcoll__tcp_conn *c, const redcoll__tcp_frame *f) {
@@ -299,56 +377,72 @@ static void frame_arrived(redcoll__tcp_conn *c, const redcoll__tcp_frame *f) {
     c->bye = 1;
     peer_said_bye(t, c->peer, f->tag);
     return;
-  case REDCOLL__FR_ABORT:
-    if (c->peer < 0 || f->len != 0) return redcoll__tcp_conn_proto(c, "bad ABORT");
-    abort_learnt(t, "", c->peer, f->tag);
+  case REDCOLL__FR_CANCEL:
+    if (c->peer < 0 || f->len != 0 || REDCOLL__TCP_GROUP_OF(f->chan) != f->chan)
+      return redcoll__tcp_conn_proto(c, "bad CANCEL");
+    redcoll__tcp_cancel_learnt(t, "", c->peer, f->chan, f->tag);
+    return;
+  case REDCOLL__FR_CLOSE:
+    if (c->peer < 0 || f->len != 0 || f->tag != 0 || REDCOLL__TCP_GROUP_OF(f->chan) != f->chan)
+      return redcoll__tcp_conn_proto(c, "bad CLOSE");
+    peer_closed_group(t, c->peer, f->chan);
     return;
   case REDCOLL__FR_DATA:
     if (c->out || c->peer < 0 || c->ctl_only)
       return redcoll__tcp_conn_proto(c, "DATA on a wrong connection");
     c->have_frame = 1;
     c->fr = *f;
-    /* Once broken (an ABORT may have come just before this frame in the
-     * same read), nothing more is delivered. */
-    if (t->fatal != REDCOLL_OK) {
-      redcoll__tcp_conn_read_stop(c);
-      return;
-    }
-    redcoll__tcp_try_match(t, c->peer);
-    return;
+    return; /* rx_pump chooses where its payload goes */
   default:
     return redcoll__tcp_conn_proto(c, "unexpected frame type");
   }
 }
 
-/* Whether frames are still parsed: while nothing broke the communicator,
- * and while only a lost connection did, so that an ABORT or a BYE that
- * explains it is seen (data is no longer delivered then). */
+/* Whether frames are still parsed: while nothing broke the whole
+ * transport, and while only a lost connection did, so that a CANCEL or a
+ * BYE that explains it is seen. */
 static int listening(const redcoll__tcp *t) {
   return t->fatal == REDCOLL_OK || t->fatal == REDCOLL_ETRANSPORT;
 }
 
-/* Nothing more can be delivered from c's buffer without reading more. */
+/* Nothing more can be taken from c's buffer without reading more (or,
+ * for a payload waiting for room among the kept messages, without a
+ * receive taking some). */
 static int rx_stuck(redcoll__tcp_conn *c) {
   size_t avail = c->rhi - c->rlo;
+  if (c->discard > 0) return avail == 0;
   if (!c->have_frame) return avail < REDCOLL__TCP_HDR;
-  redcoll__tcp_recv *r = c->t->peers[c->peer].rx;
-  if (r != NULL && r->matched) return 1; /* its buffered bytes are taken */
-  return avail < c->fr.len;
+  if (c->sink_rx == NULL && c->sink_um == NULL) return 1;
+  return avail == 0;
 }
 
-/* Delivers what the buffered connection c holds: frames, and the payload
- * of a matched receive.  Then reads on if there is room, or reports the
- * end of the connection once nothing deliverable is left. */
+/* Takes what the buffered connection c holds: frames, and payloads into
+ * their receive or kept message.  Then reads on if there is room, or
+ * reports the end of the connection once nothing more can be taken. */
 void redcoll__tcp_rx_pump(redcoll__tcp_conn *c) {
   redcoll__tcp *t = c->t;
   while (!c->closing && redcoll__tcp_buffered(c) && listening(t)) {
+    size_t avail = c->rhi - c->rlo;
+    if (c->discard > 0) {
+      size_t n = avail < c->discard ? avail : (size_t)c->discard;
+      c->rlo += n;
+      c->discard -= n;
+      if (c->discard > 0) break;
+      continue;
+    }
     if (c->have_frame) {
-      redcoll__tcp_try_match(t, c->peer);
+      if (c->sink_rx == NULL && c->sink_um == NULL && !data_sink(t, c)) break;
+      if (!c->have_frame || c->discard > 0) continue;
+      size_t left = payload_left(c), n = avail < left ? avail : left;
+      if (n > 0) {
+        memcpy(payload_at(c), c->rb + c->rlo, n);
+        c->rlo += n;
+        payload_took(t, c, n);
+      }
       if (c->have_frame) break;
       continue;
     }
-    if (c->rhi - c->rlo < REDCOLL__TCP_HDR) break;
+    if (avail < REDCOLL__TCP_HDR) break;
     redcoll__tcp_frame f;
     if (redcoll__tcp_decode(c->rb + c->rlo, &f) != REDCOLL_OK) {
       redcoll__tcp_conn_proto(c, "malformed frame header");
@@ -410,19 +504,19 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b) {
     else redcoll__tcp_auth_arrived(c);
     return;
   }
-  if (!c->have_frame) {
-    c->hdr_got += (size_t)n;
-    if (c->hdr_got < REDCOLL__TCP_HDR) return;
-    c->hdr_got = 0;
-    redcoll__tcp_frame f;
-    if (redcoll__tcp_decode(c->hdr, &f) != REDCOLL_OK) {
-      redcoll__tcp_conn_proto(c, "malformed frame header");
-      return;
-    }
-    frame_arrived(c, &f);
+  if (redcoll__tcp_buffered(c)) {
+    /* Straight into a payload (on_alloc). */
+    payload_took(t, c, (size_t)n);
+    if (!c->have_frame) redcoll__tcp_rx_pump(c);
     return;
   }
-  redcoll__tcp_recv *r = t->peers[c->peer].rx;
-  r->got += (size_t)n;
-  if (r->got == r->len) recv_complete(t, c, r);
+  c->hdr_got += (size_t)n;
+  if (c->hdr_got < REDCOLL__TCP_HDR) return;
+  c->hdr_got = 0;
+  redcoll__tcp_frame f;
+  if (redcoll__tcp_decode(c->hdr, &f) != REDCOLL_OK) {
+    redcoll__tcp_conn_proto(c, "malformed frame header");
+    return;
+  }
+  frame_arrived(c, &f);
 }

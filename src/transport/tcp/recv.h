@@ -8,10 +8,14 @@
 void redcoll__tcp_conn_read_start(redcoll__tcp_conn *c);
 /* An identified incoming connection: it reads through its buffer. */
 int redcoll__tcp_buffered(const redcoll__tcp_conn *c);
-/* Matches the DATA header waiting on peer q's connection with the posted
- * receive, if both are there. */
-void redcoll__tcp_try_match(redcoll__tcp *t, int q);
-/* Delivers what the buffered connection c holds, then reads on. */
+/* The receive r ends before its message did (timeout, cancel): the rest of
+ * a payload being read into it is dropped. */
+void redcoll__tcp_recv_withdraw(redcoll__tcp *t, redcoll__tcp_recv *r);
+/* Rank `from` gave up on channel group g with an ABORT tag's why (told by
+ * `via`, "" for itself): its calls end with REDCOLL_EABORTED. */
+void redcoll__tcp_cancel_learnt(redcoll__tcp *t, const char *via, int from, uint64_t g,
+                                uint64_t why);
+/* Takes what the buffered connection c holds, then reads on. */
 void redcoll__tcp_rx_pump(redcoll__tcp_conn *c);
 /* The connection is gone (EOF or error uverr). */
 void redcoll__tcp_conn_lost(redcoll__tcp_conn *c, int uverr);

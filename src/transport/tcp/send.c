@@ -1,7 +1,8 @@
 /* Sending a message on this rank's connection to its peer: the DATA frame
- * straight into the socket when it takes it, the rest queued; and what an
- * outgoing connection does once it is set up (its pending ABORT or
- * message). */
+ * straight into the socket when it takes it, the rest queued behind the
+ * writes before it (several threads may send to one peer); and what an
+ * outgoing connection does once it is set up (its pending CANCELs or
+ * messages). */
 #include "conn.h"
 #include "failure.h"
 #include "send.h"
@@ -16,16 +17,16 @@ static void on_send_written(uv_write_t *req, int status) {
     s->status = REDCOLL_ETRANSPORT;
     if (t != NULL && status != UV_ECANCELED) {
       char a[64];
-      redcoll__tcp_set_fatal(t, REDCOLL_ETRANSPORT, "sending to rank %d (%s) failed: %s", s->dst,
+      redcoll__tcp_peer_lost(t, s->dst, REDCOLL_ETRANSPORT, DIR_SEND,
+                             "sending to rank %d (%s) failed: %s", s->dst,
                              redcoll__tcp_peer_addr(t, s->dst, a, sizeof a), uv_strerror(status));
     }
   }
-  if (t != NULL && t->peers[s->dst].tx == s) t->peers[s->dst].tx = NULL;
 }
 
 void redcoll__tcp_send_queue(redcoll__tcp *t, redcoll__tcp_send *s) {
   redcoll__tcp_conn *c = t->peers[s->dst].out;
-  redcoll__tcp_encode(s->hdr, REDCOLL__FR_DATA, s->tag, (uint64_t)s->len);
+  redcoll__tcp_encode_ch(s->hdr, REDCOLL__FR_DATA, s->tag, (uint64_t)s->len, s->chan);
   uv_buf_t b[2];
   b[0] = uv_buf_init((char *)s->hdr, REDCOLL__TCP_HDR);
   b[1].base = (char *)(uintptr_t)s->buf;
@@ -45,7 +46,6 @@ void redcoll__tcp_send_queue(redcoll__tcp *t, redcoll__tcp_send *s) {
     if (nb == 0) {
       s->done = 1;
       s->status = REDCOLL_OK;
-      t->peers[s->dst].tx = NULL;
       return;
     }
     bp->base += w;
@@ -58,10 +58,9 @@ void redcoll__tcp_send_queue(redcoll__tcp *t, redcoll__tcp_send *s) {
   if (r != 0) {
     s->done = 1;
     s->status = REDCOLL_ETRANSPORT;
-    t->peers[s->dst].tx = NULL;
     char a[64];
-    redcoll__tcp_set_fatal(t, REDCOLL_ETRANSPORT, "cannot send to rank %d (%s): %s", s->dst,
-                           redcoll__tcp_peer_addr(t, s->dst, a, sizeof a), uv_strerror(r));
+    redcoll__tcp_peer_lost(t, s->dst, REDCOLL_ETRANSPORT, DIR_SEND, "cannot send to rank %d (%s): %s",
+                           s->dst, redcoll__tcp_peer_addr(t, s->dst, a, sizeof a), uv_strerror(r));
     return;
   }
   s->queued = 1;
@@ -74,9 +73,20 @@ void redcoll__tcp_out_ready(redcoll__tcp_conn *c) {
   c->ready = 1;
   p->ever = 1;
   p->probe = 0;
-  if (c->abort_after_hello == REDCOLL__TCP_RELAY_BYE)
+  if (c->abort_after_hello == REDCOLL__TCP_RELAY_BYE) {
     redcoll__tcp_ctl_send(c, REDCOLL__FR_BYE, redcoll__tcp_bye_tag(t, 0));
-  else if (c->abort_after_hello)
-    redcoll__tcp_ctl_send(c, REDCOLL__FR_ABORT, t->abort_tag);
-  if (p->out == c && p->tx != NULL && !p->tx->queued) redcoll__tcp_send_queue(t, p->tx);
+  } else if (c->abort_after_hello) {
+    /* Made to say that this rank gave up: every communicator it cancelled. */
+    for (const redcoll__tcp_group *g = t->groups; g != NULL; g = g->next)
+      if (g->cancelled && g->from == t->rank)
+        redcoll__tcp_ctl_send_ch(c, REDCOLL__FR_CANCEL, g->why, g->group);
+  }
+  if (p->out != c) return;
+  while (p->txq != NULL) {
+    redcoll__tcp_send *s = p->txq;
+    p->txq = s->next;
+    s->next = NULL;
+    redcoll__tcp_send_queue(t, s);
+  }
+  p->txq_tail = NULL;
 }

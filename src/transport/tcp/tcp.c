@@ -1,191 +1,186 @@
-/* The TCP transport: blocking send, recv and sendrecv over a libuv loop that
- * this rank owns.  Each call posts its operations and runs the loop one
- * iteration at a time until they are done, the call's timer fires, or a
- * failure breaks the communicator.
+/* The TCP transport: messages between processes over a libuv loop that
+ * this rank owns, on any number of channels (one group of them per
+ * communicator) and from any number of threads.  Each call posts its
+ * operations and waits (wait.c) until they are done, its deadline passes,
+ * its channel is cancelled, or a failure breaks the transport.
  *
  * Every ordered pair of ranks uses its own connection, opened by the sender
- * on its first message: no tie-breaking between ranks that connect to each
- * other at once, and the order of messages is the order of one stream.
+ * on its first message and shared by all channels: no tie-breaking between
+ * ranks that connect to each other at once, and the order of messages is
+ * the order of one stream.  The receiver matches per (peer, channel) and
+ * keeps messages that come before their receive (chan.c).
  *
  * Sending tries the socket at once and queues the rest (send.c); an
  * incoming connection reads whatever the socket holds into its buffer and
  * takes frames out of it (recv.c).
  *
- * This file holds the vtable (send, receive, exchange, abort, destroy,
- * info, now), the wait that runs the loop, and construction.  The rest of
- * the transport, each file calling only the ones below it:
+ * This file holds the vtable (exchange, cancel, close, destroy, info,
+ * now), one call's wait, and construction.  The rest of the transport,
+ * each file calling only the ones below it:
  *   connect.c    making connections, retrying, accepting
  *   recv.c       reading a connection, frames, matching receives
  *   handshake.c  HELLO's job id, authentication steps, accepting a peer
  *   send.c       DATA frames onto a connection
  *   conn.c       one connection: new, close, control frames, refusal
- *   failure.c    failures of the communicator and of a peer
+ *   failure.c    failures of the transport, of a peer, of a channel group
+ *   chan.c       a peer's channels, kept messages, channel groups
+ *   wait.c       the mutex, and the threads taking turns with the loop
  *   auth.c       the shared secret's key, nonces and MACs
  *   rendezvous.c the bootstrap: listening, host list, rank 0's rendezvous
  *   config.c     configuration from the environment, job ids
  *   addr.c       addresses and interfaces
  *   wire.c       the frame format (pure, fuzzed) */
-#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 
 #include "auth.h"
+#include "chan.h"
 #include "conn.h"
 #include "connect.h"
 #include "failure.h"
 #include "recv.h"
 #include "rendezvous.h"
 #include "send.h"
+#include "wait.h"
 
 static const redcoll_transport_ops tcp_ops;
 
-/* ---- the blocking wait ------------------------------------------------------ */
+/* ---- one call's wait ------------------------------------------------------- */
 
-static void on_timer(uv_timer_t *tm) {
-  redcoll__tcp *t = tm->data;
-  t->timed_out = 1;
-}
+/* How long a wait that ends with a peer lost without its BYE listens for a
+ * better reason (a CANCEL, a failed authentication): a lost connection is
+ * often the echo of an abort elsewhere. */
+#define ABORT_GRACE_MS 1000
 
 typedef struct wait_set {
   redcoll__tcp_send *s;
   redcoll__tcp_recv *r;
+  uint64_t chan;
 } wait_set;
 
-static int wait_done(const wait_set *w) {
+/* The call can end: its operations are done, or its channel or the whole
+ * transport is broken. */
+static int call_over(redcoll__tcp *t, void *arg) {
+  const wait_set *w = arg;
+  if (t->fatal != REDCOLL_OK || redcoll__tcp_chan_status(t, w->chan) != REDCOLL_OK) return 1;
   return (w->s == NULL || w->s->done) && (w->r == NULL || w->r->done);
 }
 
-static void run_bounded(redcoll__tcp *t, int (*busy)(redcoll__tcp *), uint64_t ms);
-static int only_lost(redcoll__tcp *t) { return t->fatal == REDCOLL_ETRANSPORT; }
-/* How long a wait that ends with a lost peer listens for a better reason
- * (an ABORT, a failed authentication). */
-#define ABORT_GRACE_MS 1000
+static int send_done(redcoll__tcp *t, void *arg) {
+  (void)t;
+  return ((redcoll__tcp_send *)arg)->done;
+}
 
-/* Runs the loop until everything in w is done.  Returns REDCOLL_OK or the
- * reason it stopped; operations still pending are then withdrawn so that
- * no callback touches the caller's memory after return. */
-static int wait_for(redcoll__tcp *t, wait_set *w, const char *what, int peer) {
+/* A better reason than a lost connection has arrived for the channel. */
+static int explained(redcoll__tcp *t, void *arg) {
+  const wait_set *w = arg;
+  return (t->fatal != REDCOLL_OK && t->fatal != REDCOLL_ETRANSPORT) ||
+         redcoll__tcp_chan_status(t, w->chan) != REDCOLL_OK;
+}
+
+/* Takes back what is still pending of w, so that nothing touches the
+ * caller's memory after return. */
+static void withdraw(redcoll__tcp *t, wait_set *w) {
+  if (w->r != NULL && !w->r->done) redcoll__tcp_recv_withdraw(t, w->r);
+  redcoll__tcp_send *s = w->s;
+  if (s == NULL || s->done) return;
+  redcoll__tcp_peer *p = &t->peers[s->dst];
+  if (!s->queued) {
+    /* Still waiting for the connection: off the queue. */
+    redcoll__tcp_send **pp = &p->txq, *last = NULL;
+    while (*pp != NULL && *pp != s) {
+      last = *pp;
+      pp = &(*pp)->next;
+    }
+    if (*pp == s) *pp = s->next;
+    if (p->txq_tail == s) p->txq_tail = last;
+    s->done = 1;
+    return;
+  }
+  /* libuv still holds the caller's buffer.  The peer reads every channel,
+   * so the write ends soon unless the peer is stuck: give it a second,
+   * then cut the connection, which cancels the write (its callback runs in
+   * the close pass).  The peer then sees the connection cut mid-message;
+   * if an abort of another rank is why, a connection of its own says so
+   * first (a BYE with the abort's reason). */
+  if (redcoll__tcp_progress(t, send_done, s, uv_hrtime() + 1000000000u)) return;
+  redcoll__log(1, "tcp rank %d: rank %d takes no data: its connection is cut to take back a "
+                  "send", t->rank, s->dst);
+  if (p->out != NULL && t->abort_from >= 0 && t->abort_from != t->rank)
+    redcoll__tcp_connect_to(t, s->dst, REDCOLL__TCP_RELAY_BYE, 1);
+  if (p->out != NULL) redcoll__tcp_conn_close(p->out);
+  for (int i = 0; i < 1000 && !s->done; i++) uv_run(&t->loop, UV_RUN_NOWAIT);
+  s->done = 1;
+}
+
+/* Waits until w is done.  Returns REDCOLL_OK or why it stopped; pending
+ * operations are then withdrawn. */
+static int wait_for(redcoll__tcp *t, wait_set *w, const char *what, int peer, uint64_t deadline_ns) {
+  uint64_t now = uv_hrtime(), ms = t->timeout_ms;
+  uint64_t until = ms == REDCOLL_WAIT_FOREVER || ms > (UINT64_MAX - now) / 1000000u
+                       ? UINT64_MAX
+                       : now + ms * 1000000u;
+  int by_deadline = deadline_ns <= until;
+  if (by_deadline) until = deadline_ns;
   int rc = REDCOLL_OK;
-  t->timed_out = 0;
-  uv_update_time(&t->loop); /* the loop's clock is stale between calls */
-  /* The tighter of the wait's timeout and the collective's deadline. */
-  uint64_t ms = t->timeout_ms, now = uv_hrtime();
-  int by_deadline = 0;
-  if (t->coll_deadline_ns != UINT64_MAX) {
-    uint64_t left = t->coll_deadline_ns > now ? (t->coll_deadline_ns - now + 999999) / 1000000 : 0;
-    if (left <= ms) {
-      ms = left;
-      by_deadline = 1;
-    }
-  }
-  uv_timer_start(&t->timer, on_timer, ms, 0);
-  uint64_t spin = redcoll__spin_ns(), spin_until = spin != 0 ? uv_hrtime() + spin : 0;
-  while (!wait_done(w)) {
-    if (t->fatal != REDCOLL_OK) {
-      rc = t->fatal;
-      break;
-    }
-    if (t->timed_out) {
-      char a[64];
-      if (by_deadline)
-        redcoll__tcp_set_fatal(t, REDCOLL_ETIMEDOUT,
-                               "%s rank %d (%s): the collective did not finish within its deadline "
-                               "(redcoll_comm_set_deadline)",
-                               what, peer, redcoll__tcp_peer_addr(t, peer, a, sizeof a));
-      else
-        redcoll__tcp_set_fatal(
-            t, REDCOLL_ETIMEDOUT, "%s rank %d (%s) did not complete within %llu ms", what, peer,
-            redcoll__tcp_peer_addr(t, peer, a, sizeof a), (unsigned long long)t->timeout_ms);
-      rc = REDCOLL_ETIMEDOUT;
-      break;
-    }
-    if (spin_until != 0) {
-      /* Poll, yielding the CPU between polls, before sleeping in epoll
-       * (redcoll__spin_ns). */
-      uv_run(&t->loop, UV_RUN_NOWAIT);
-      if (wait_done(w)) break;
-      if (uv_hrtime() >= spin_until) spin_until = 0;
-      else sched_yield();
-      continue;
-    }
-    if (uv_run(&t->loop, UV_RUN_ONCE) == 0 && !wait_done(w)) {
-      /* Nothing left that could complete the operation. */
-      redcoll__tcp_set_fatal(t, REDCOLL_ETRANSPORT, "%s rank %d: the event loop ran dry", what,
-                             peer);
-      rc = REDCOLL_ETRANSPORT;
-      break;
-    }
-  }
-  uv_timer_stop(&t->timer);
-  if (rc == REDCOLL_OK) {
+  redcoll__tcp_kick(t);
+  if (!redcoll__tcp_progress(t, call_over, w, until)) {
+    char a[64];
+    redcoll__tcp_peer_addr(t, peer, a, sizeof a);
+    if (by_deadline)
+      redcoll__log(0, "tcp rank %d: %s rank %d (%s) on channel %llu: the collective did not "
+                      "finish within its deadline (redcoll_comm_set_deadline)",
+                   t->rank, what, peer, a, (unsigned long long)w->chan);
+    else
+      redcoll__log(0, "tcp rank %d: %s rank %d (%s) on channel %llu did not complete within %llu "
+                      "ms", t->rank, what, peer, a, (unsigned long long)w->chan,
+                   (unsigned long long)t->timeout_ms);
+    rc = REDCOLL_ETIMEDOUT;
+  } else if (t->fatal != REDCOLL_OK) {
+    rc = t->fatal;
+  } else if (redcoll__tcp_chan_status(t, w->chan) != REDCOLL_OK) {
+    rc = redcoll__tcp_chan_status(t, w->chan);
+  } else {
     if (w->r != NULL && w->r->status != REDCOLL_OK) rc = w->r->status;
     if (w->s != NULL && w->s->status != REDCOLL_OK) rc = w->s->status;
-    /* An abort or a crash that broke everything is the better reason than
-     * the closed connection it caused. */
-    if (rc != REDCOLL_OK && t->fatal != REDCOLL_OK) rc = t->fatal;
   }
-  /* Withdraw what is still pending. */
-  if (w->r != NULL && !w->r->done) {
-    redcoll__tcp_peer *p = &t->peers[w->r->src];
-    p->rx = NULL;
-    if (w->r->matched && p->in != NULL) redcoll__tcp_conn_close(p->in); /* stream out of step now */
-    w->r->done = 1;
-  }
-  if (w->s != NULL && !w->s->done) {
-    redcoll__tcp_peer *p = &t->peers[w->s->dst];
-    if (p->tx == w->s) p->tx = NULL;
-    if (w->s->queued) {
-      /* The write still points at the caller's buffer: closing the
-       * connection cancels it, and its callback runs in the close pass.
-       * The peer sees the connection cut mid-message; if an abort of
-       * another rank is why, a connection of its own says so first (a
-       * BYE with the abort's reason), or the peer could only report a lost
-       * connection. */
-      if (p->out != NULL && t->abort_from >= 0 && t->abort_from != t->rank)
-        redcoll__tcp_connect_to(t, w->s->dst, REDCOLL__TCP_RELAY_BYE, 1);
-      if (p->out != NULL) redcoll__tcp_conn_close(p->out);
-      for (int i = 0; i < 1000 && !w->s->done; i++) uv_run(&t->loop, UV_RUN_NOWAIT);
-    }
-    w->s->done = 1;
-  }
-  /* A lost connection (a peer gone without its BYE) is often the echo of
-   * an abort elsewhere, which explains more: give an ABORT already on its
-   * way a moment to arrive.  A peer that said BYE has said whether it was
-   * aborted: its close is reported at once. */
-  if (rc == REDCOLL_ETRANSPORT && t->fatal == REDCOLL_ETRANSPORT) {
-    run_bounded(t, only_lost, ABORT_GRACE_MS);
-    rc = t->fatal;
+  withdraw(t, w);
+  /* A peer lost without its BYE: a CANCEL on its way may say why. */
+  int lost = rc == REDCOLL_ETRANSPORT &&
+             ((w->r != NULL && !t->peers[w->r->src].said_bye) ||
+              (w->s != NULL && !t->peers[w->s->dst].said_bye));
+  if (lost) {
+    redcoll__tcp_progress(t, explained, w, uv_hrtime() + ABORT_GRACE_MS * 1000000ull);
+    if (t->fatal != REDCOLL_OK && t->fatal != REDCOLL_ETRANSPORT) rc = t->fatal;
+    else if (redcoll__tcp_chan_status(t, w->chan) != REDCOLL_OK)
+      rc = redcoll__tcp_chan_status(t, w->chan);
   }
   return rc;
 }
 
-static int call_enter(redcoll__tcp *t) {
-  if (t->in_call) {
-    redcoll__log(0, "tcp rank %d: transport re-entered from a callback", t->rank);
-    return REDCOLL_EINVAL;
-  }
-  if (t->fatal != REDCOLL_OK) return t->fatal;
-  t->in_call = 1;
-  return REDCOLL_OK;
-}
-
 static int post_send(redcoll__tcp *t, redcoll__tcp_send *s) {
   redcoll__tcp_peer *p = &t->peers[s->dst];
-  if (p->err_send != REDCOLL_OK) {
+  int st = p->err_send;
+  if (st == REDCOLL_OK) st = redcoll__tcp_chan_status(t, s->chan);
+  if (st != REDCOLL_OK) {
     s->done = 1;
-    s->status = p->err_send;
-    return p->err_send;
+    s->status = st;
+    return st;
   }
-  p->tx = s;
   if (p->probe) {
     /* A send connects now: a receive's probe must not hold it up. */
     p->probe = 0;
     if (p->retry_active) uv_timer_stop(&p->retry);
     p->retry_active = 0;
   }
-  if (p->out != NULL && p->out->ready) {
+  if (p->out != NULL && p->out->ready && p->txq == NULL) {
     redcoll__tcp_send_queue(t, s);
-  } else if (p->out == NULL && !p->retry_active) {
+    return REDCOLL_OK;
+  }
+  if (p->txq_tail != NULL) p->txq_tail->next = s;
+  else p->txq = s;
+  p->txq_tail = s;
+  if (p->out == NULL && !p->retry_active) {
     p->backoff_ms = 2;
     redcoll__tcp_peer_connect(t, s->dst, 0);
   }
@@ -194,16 +189,47 @@ static int post_send(redcoll__tcp *t, redcoll__tcp_send *s) {
 
 static int post_recv(redcoll__tcp *t, redcoll__tcp_recv *r) {
   redcoll__tcp_peer *p = &t->peers[r->src];
-  if (p->err_recv != REDCOLL_OK) {
-    r->done = 1;
-    r->status = p->err_recv;
-    return p->err_recv;
+  int st = redcoll__tcp_chan_status(t, r->chan);
+  redcoll__tcp_pchan *pc = NULL;
+  if (st == REDCOLL_OK) {
+    pc = redcoll__tcp_pchan_get(t, r->src, r->chan, 1);
+    if (pc == NULL) st = REDCOLL_ENOMEM;
+    else if (pc->rx != NULL) {
+      redcoll__log(0, "tcp rank %d: two receives from rank %d on channel %llu at once", t->rank,
+                   r->src, (unsigned long long)r->chan);
+      st = REDCOLL_EINVAL;
+    }
   }
-  p->rx = r;
+  if (st != REDCOLL_OK) {
+    r->done = 1;
+    r->status = st;
+    return st;
+  }
+  pc->rx = r;
+  /* A message kept for it is taken first, even from a peer gone since. */
+  if (redcoll__tcp_umsg_deliver(t, r->src, pc)) {
+    redcoll__tcp_pchan_tidy(t, r->src, pc);
+    if (p->in != NULL) redcoll__tcp_rx_pump(p->in); /* room among the kept again */
+    return r->status;
+  }
+  if (pc->head == NULL) {
+    st = p->err_recv;
+    if (st == REDCOLL_OK && redcoll__tcp_peer_has_closed(t, r->src, REDCOLL__TCP_GROUP_OF(r->chan))) {
+      redcoll__log(0, "tcp rank %d: rank %d has destroyed the communicator of channel %llu, and "
+                      "this rank waits for a message from it there", t->rank, r->src,
+                   (unsigned long long)REDCOLL__TCP_GROUP_OF(r->chan));
+      st = REDCOLL_ETRANSPORT;
+    }
+    if (st != REDCOLL_OK) {
+      pc->rx = NULL;
+      redcoll__tcp_pchan_tidy(t, r->src, pc);
+      r->done = 1;
+      r->status = st;
+      return st;
+    }
+  }
   if (p->in != NULL) {
-    if (redcoll__tcp_buffered(p->in)) redcoll__tcp_rx_pump(p->in);
-    else if (p->in->have_frame) redcoll__tcp_try_match(t, r->src);
-    else redcoll__tcp_conn_read_start(p->in);
+    redcoll__tcp_rx_pump(p->in);
   } else if (p->out == NULL && !p->retry_active && p->err_send == REDCOLL_OK &&
              (t->number == 0 || p->ever)) {
     /* Neither side has connected, and the peer is known to have listened
@@ -216,67 +242,52 @@ static int post_recv(redcoll__tcp *t, redcoll__tcp_recv *r) {
   return REDCOLL_OK;
 }
 
-static int tcp_send(void *impl, int dst, uint64_t tag, const void *buf, size_t len) {
+/* The vtable's one transfer: a send, a receive or both on the channel of
+ * ctx, until the tighter of the collective's deadline and the wait bound.
+ * Any thread; the receive is posted first, so the peer's data can flow
+ * while this rank sends. */
+static int tcp_exchange(void *impl, const redcoll_transport_ctx *ctx,
+                        const redcoll_transport_msg *sm, const redcoll_transport_msg *rm) {
   redcoll__tcp *t = impl;
-  if (dst < 0 || dst >= t->size || dst == t->rank) return REDCOLL_EINVAL;
-  int rc = call_enter(t);
-  if (rc != REDCOLL_OK) return rc;
-  redcoll__tcp_send s = {.dst = dst, .tag = tag, .buf = buf, .len = len};
-  wait_set w = {&s, NULL};
-  rc = post_send(t, &s);
-  if (rc == REDCOLL_OK) rc = wait_for(t, &w, "sending to", dst);
-  t->in_call = 0;
-  return rc;
-}
-
-static int tcp_recv(void *impl, int src, uint64_t tag, void *buf, size_t len) {
-  redcoll__tcp *t = impl;
-  if (src < 0 || src >= t->size || src == t->rank) return REDCOLL_EINVAL;
-  int rc = call_enter(t);
-  if (rc != REDCOLL_OK) return rc;
-  redcoll__tcp_recv r = {.src = src, .tag = tag, .buf = buf, .len = len};
-  wait_set w = {NULL, &r};
-  rc = post_recv(t, &r);
-  if (rc == REDCOLL_OK) rc = wait_for(t, &w, "receiving from", src);
-  t->in_call = 0;
-  return rc;
-}
-
-static int tcp_sendrecv(void *impl, int dst, uint64_t stag, const void *sbuf, size_t slen, int src,
-                        uint64_t rtag, void *rbuf, size_t rlen) {
-  redcoll__tcp *t = impl;
-  if (dst < 0 || dst >= t->size || dst == t->rank || src < 0 || src >= t->size || src == t->rank)
+  if ((sm == NULL && rm == NULL) ||
+      (sm != NULL && (sm->peer < 0 || sm->peer >= t->size || sm->peer == t->rank)) ||
+      (rm != NULL && (rm->peer < 0 || rm->peer >= t->size || rm->peer == t->rank)))
     return REDCOLL_EINVAL;
-  int rc = call_enter(t);
-  if (rc != REDCOLL_OK) return rc;
-  redcoll__tcp_recv r = {.src = src, .tag = rtag, .buf = rbuf, .len = rlen};
-  redcoll__tcp_send s = {.dst = dst, .tag = stag, .buf = sbuf, .len = slen};
-  wait_set w = {&s, &r};
-  /* The receive goes first, so the peer's data can flow while we send. */
-  rc = post_recv(t, &r);
-  if (rc == REDCOLL_OK) rc = post_send(t, &s);
-  else s.done = 1;
-  if (rc == REDCOLL_OK || !wait_done(&w)) {
-    int rc2 = wait_for(t, &w, "exchanging with", dst == src ? dst : rc == REDCOLL_OK ? src : dst);
-    if (rc == REDCOLL_OK) rc = rc2;
+  redcoll__tcp_send s = {0};
+  redcoll__tcp_recv r = {0};
+  wait_set w = {NULL, NULL, ctx->channel};
+  if (sm != NULL) {
+    s = (redcoll__tcp_send){.dst = sm->peer, .tag = sm->tag, .chan = ctx->channel,
+                            .buf = sm->buf, .len = sm->len};
+    w.s = &s;
   }
-  t->in_call = 0;
+  if (rm != NULL) {
+    r = (redcoll__tcp_recv){.src = rm->peer, .tag = rm->tag, .chan = ctx->channel,
+                            .buf = rm->buf, .len = rm->len};
+    w.r = &r;
+  }
+  pthread_mutex_lock(&t->mu);
+  int rc = t->fatal;
+  if (rc == REDCOLL_OK && w.r != NULL) rc = post_recv(t, &r);
+  if (rc == REDCOLL_OK && w.s != NULL) rc = post_send(t, &s);
+  if (rc != REDCOLL_OK) {
+    /* What was posted is taken back. */
+    withdraw(t, &w);
+  } else {
+    const char *what = sm != NULL && rm != NULL ? "exchanging with"
+                       : sm != NULL             ? "sending to"
+                                                : "receiving from";
+    int peer = rm != NULL ? rm->peer : sm->peer;
+    rc = wait_for(t, &w, what, peer, ctx->deadline_ns);
+  }
+  pthread_mutex_unlock(&t->mu);
   return rc;
 }
 
-/* Runs the loop while cond holds, for at most ms milliseconds. */
-static void run_bounded(redcoll__tcp *t, int (*busy)(redcoll__tcp *), uint64_t ms) {
-  t->timed_out = 0;
-  uv_update_time(&t->loop); /* the loop's clock is stale between calls */
-  uv_timer_start(&t->timer, on_timer, ms, 0);
-  while (busy(t) && !t->timed_out) {
-    if (uv_run(&t->loop, UV_RUN_ONCE) == 0) break;
-  }
-  uv_timer_stop(&t->timer);
-}
+/* ---- cancel, close, destroy ------------------------------------------------- */
 
 /* Control frames are still being written, connections made, or a
- * connection made to carry an ABORT is still authenticating. */
+ * connection made to carry a CANCEL is still authenticating. */
 static int ctl_busy(redcoll__tcp *t) {
   if (t->ctl_pending > 0 || t->connects_pending > 0) return 1;
   for (const redcoll__tcp_conn *c = t->conns.next; c != &t->conns; c = c->next)
@@ -284,46 +295,105 @@ static int ctl_busy(redcoll__tcp *t) {
   return 0;
 }
 
-static void tcp_abort(void *impl, int status) {
+static int ctl_flushed(redcoll__tcp *t, void *arg) {
+  (void)arg;
+  return !ctl_busy(t);
+}
+
+/* This rank gives up on the communicator of channel group `channel`: its
+ * calls there end with REDCOLL_EABORTED here and, told by a CANCEL, on
+ * every peer.  Any thread, at any time. */
+static void tcp_cancel(void *impl, uint64_t channel, int status) {
   redcoll__tcp *t = impl;
-  if (t->in_call || t->aborting) return;
-  t->aborting = status ? status : REDCOLL_EABORTED;
-  uint64_t tag = (uint32_t)(int32_t)status;
+  uint64_t g = REDCOLL__TCP_GROUP_OF(channel);
+  pthread_mutex_lock(&t->mu);
+  redcoll__tcp_group *gr = redcoll__tcp_group_get(t, g, 1);
+  if (gr == NULL || gr->cancelled) {
+    pthread_mutex_unlock(&t->mu);
+    return;
+  }
+  uint64_t tag = (uint32_t)(int32_t)(status ? status : REDCOLL_EABORTED);
   if (t->auth_failed_with >= 0) tag |= (uint64_t)1 << 32 | (uint64_t)t->auth_failed_with << 40;
-  t->abort_tag = tag;
+  gr->cancelled = REDCOLL_EABORTED;
+  gr->from = t->rank;
+  gr->why = tag;
   if (t->abort_from < 0) {
     t->abort_from = t->rank;
     t->abort_why = tag;
   }
-  redcoll__log(2, "tcp rank %d: aborting (%s)", t->rank, redcoll_status_name(status));
+  redcoll__log(2, "tcp rank %d: cancelling the communicator of channel %llu (%s)", t->rank,
+               (unsigned long long)g, redcoll_status_name(status));
+  redcoll__tcp_group_fail(t, g, REDCOLL_EABORTED);
   for (int q = 0; q < t->size; q++) {
     if (q == t->rank) continue;
     redcoll__tcp_peer *p = &t->peers[q];
     int told = 0;
     if (p->out != NULL && p->out->ready) {
-      redcoll__tcp_ctl_send(p->out, REDCOLL__FR_ABORT, tag);
+      redcoll__tcp_ctl_send_ch(p->out, REDCOLL__FR_CANCEL, tag, g);
       told = 1;
-      /* q reads that connection only as far as it has asked for data: an
-       * ABORT behind data it has not asked for yet would wait there.  q
-       * always reads its own connection to this rank, if it has one;
-       * otherwise the ABORT also goes through a connection of its own. */
+      /* q may have stopped reading that connection (its bound on kept
+       * messages): it always reads its own connection to this rank, if it
+       * has one; otherwise the CANCEL also goes through a connection of
+       * its own. */
       if (p->in == NULL) redcoll__tcp_connect_to(t, q, 1, 1);
     } else if (p->out != NULL) {
       p->out->abort_after_hello = 1;
       told = 1;
     }
     if (p->in != NULL) {
-      redcoll__tcp_ctl_send(p->in, REDCOLL__FR_ABORT, tag);
+      redcoll__tcp_ctl_send_ch(p->in, REDCOLL__FR_CANCEL, tag, g);
       told = 1;
     }
-    /* A peer we never talked to may be waiting for our first message: tell
-     * it through a connection of its own (one attempt, no retry). */
+    /* A peer this rank never talked to may be waiting for its first
+     * message: tell it through a connection of its own (one attempt). */
     if (!told && p->err_send == REDCOLL_OK) redcoll__tcp_peer_connect(t, q, 1);
   }
+  pthread_cond_broadcast(&t->cv); /* the calls that just failed */
+  redcoll__tcp_kick(t);
+  /* Out within a second at most. */
   uint64_t ms = t->timeout_ms < 1000 ? t->timeout_ms : 1000;
-  run_bounded(t, ctl_busy, ms);
-  /* This rank has given up: its own later calls fail as well. */
-  if (t->fatal == REDCOLL_OK) t->fatal = REDCOLL_EABORTED;
+  redcoll__tcp_progress(t, ctl_flushed, NULL, uv_hrtime() + ms * 1000000u);
+  pthread_mutex_unlock(&t->mu);
+}
+
+/* The communicator of channel group `channel` is destroyed here: what is
+ * kept for it goes, later messages on it are dropped, and every peer
+ * connected to this rank learns it after the last message it sent there
+ * (CLOSE), so that one still waiting for it there is not left waiting. */
+static void tcp_close(void *impl, uint64_t channel) {
+  redcoll__tcp *t = impl;
+  uint64_t g = REDCOLL__TCP_GROUP_OF(channel);
+  pthread_mutex_lock(&t->mu);
+  redcoll__tcp_group *gr = redcoll__tcp_group_get(t, g, 1);
+  if (gr != NULL) gr->closed = 1;
+  for (int q = 0; q < t->size; q++) {
+    if (q == t->rank) continue;
+    redcoll__tcp_peer *p = &t->peers[q];
+    for (redcoll__tcp_pchan **pp = &p->chans; *pp != NULL;) {
+      redcoll__tcp_pchan *pc = *pp;
+      int filling = p->in != NULL && p->in->have_frame && p->in->fr.chan == pc->chan;
+      if (REDCOLL__TCP_GROUP_OF(pc->chan) != g || pc->rx != NULL || filling) {
+        pp = &pc->next;
+        continue;
+      }
+      *pp = pc->next;
+      while (pc->head != NULL) {
+        redcoll__tcp_umsg *m = pc->head;
+        pc->head = m->next;
+        p->unexpected -= m->len;
+        free(m);
+      }
+      free(pc);
+    }
+    /* On this rank's connection (after its data), else on the peer's,
+     * which the peer always reads. */
+    redcoll__tcp_conn *c = p->out != NULL && p->out->ready ? p->out : p->in;
+    if (c != NULL && !c->closing && p->err_send == REDCOLL_OK)
+      redcoll__tcp_ctl_send_ch(c, REDCOLL__FR_CLOSE, 0, g);
+    if (p->in != NULL) redcoll__tcp_rx_pump(p->in); /* room among the kept again */
+  }
+  redcoll__tcp_kick(t);
+  pthread_mutex_unlock(&t->mu);
 }
 
 static void close_all(redcoll__tcp *t) {
@@ -332,46 +402,40 @@ static void close_all(redcoll__tcp *t) {
   for (int q = 0; t->peers != NULL && q < t->size; q++)
     if (t->peers[q].retry_init) uv_close((uv_handle_t *)&t->peers[q].retry, NULL);
   if (t->listener_init) uv_close((uv_handle_t *)&t->listener, NULL);
-  if (t->timer_init) uv_close((uv_handle_t *)&t->timer, NULL);
+  if (t->wake_init) uv_close((uv_handle_t *)&t->wake, NULL);
 }
 
 static void tcp_destroy(void *impl) {
   redcoll__tcp *t = impl;
   if (t == NULL) return;
   if (t->loop_init) {
+    if (t->mu_init) pthread_mutex_lock(&t->mu);
     /* Say goodbye on every live connection so that peers still at work
      * can tell a normal close from a crash. */
-    if (!t->in_call) {
-      for (redcoll__tcp_conn *c = t->conns.next; c != &t->conns; c = c->next) {
-        if (!c->ready || c->closing || c->peer < 0) continue;
-        /* The tag says whether this rank's data connection to that peer
-         * is open (the peer should read it to its end before giving up on
-         * it), and whether and why this rank was aborted. */
-        const redcoll__tcp_conn *o = t->peers[c->peer].out;
-        redcoll__tcp_ctl_send(c, REDCOLL__FR_BYE, redcoll__tcp_bye_tag(t, o != NULL && !o->closing));
-      }
-      if (t->timer_init) run_bounded(t, ctl_busy, 500);
+    for (redcoll__tcp_conn *c = t->conns.next; c != &t->conns; c = c->next) {
+      if (!c->ready || c->closing || c->peer < 0) continue;
+      /* The tag says whether this rank's data connection to that peer
+       * is open (the peer should read it to its end before giving up on
+       * it), and whether and why this rank was aborted. */
+      const redcoll__tcp_conn *o = t->peers[c->peer].out;
+      redcoll__tcp_ctl_send(c, REDCOLL__FR_BYE, redcoll__tcp_bye_tag(t, o != NULL && !o->closing));
     }
+    if (t->mu_init) redcoll__tcp_progress(t, ctl_flushed, NULL, uv_hrtime() + 500000000u);
     close_all(t);
     uv_run(&t->loop, UV_RUN_DEFAULT);
     if (uv_loop_close(&t->loop) != 0)
       redcoll__log(1, "tcp rank %d: event loop still busy at close", t->rank);
+    if (t->mu_init) pthread_mutex_unlock(&t->mu);
+  }
+  redcoll__tcp_wait_fini(t);
+  for (int q = 0; t->peers != NULL && q < t->size; q++) redcoll__tcp_pchan_free_all(t, q);
+  while (t->groups != NULL) {
+    redcoll__tcp_group *g = t->groups;
+    t->groups = g->next;
+    free(g);
   }
   free(t->peers);
   free(t);
-}
-
-/* The vtable's one transfer: the collective's deadline for the waits of
- * this call, then a send, a receive or both. */
-static int tcp_exchange(void *impl, const redcoll_transport_ctx *ctx,
-                        const redcoll_transport_msg *s, const redcoll_transport_msg *v) {
-  redcoll__tcp *t = impl;
-  t->coll_deadline_ns = ctx->deadline_ns;
-  if (s != NULL && v != NULL)
-    return tcp_sendrecv(t, s->peer, s->tag, s->buf, s->len, v->peer, v->tag, v->buf, v->len);
-  if (s != NULL) return tcp_send(t, s->peer, s->tag, s->buf, s->len);
-  if (v != NULL) return tcp_recv(t, v->peer, v->tag, v->buf, v->len);
-  return REDCOLL_EINVAL;
 }
 
 static uint64_t tcp_now(void *impl) {
@@ -389,17 +453,20 @@ static int tcp_info(void *impl, redcoll_transport_info *info) {
   info->beta = 1e-9;
   info->gamma = 2.5e-10;
   info->ranks_per_cpu = ranks_per_cpu(t);
+  info->caps = REDCOLL_TRANSPORT_CAP_CHANNELS | REDCOLL_TRANSPORT_CAP_THREADS;
   return REDCOLL_OK;
 }
 
 static const redcoll_transport_ops tcp_ops = {
     .version = 3,
     .charge = NULL,
-    .abort = tcp_abort,
+    .abort = NULL, /* the core cancels channel groups instead */
     .destroy = tcp_destroy,
     .info = tcp_info,
     .now = tcp_now,
     .exchange = tcp_exchange,
+    .cancel = tcp_cancel,
+    .close = tcp_close,
 };
 
 /* ---- construction --------------------------------------------------------- */
@@ -437,7 +504,7 @@ REDCOLL_API int redcoll_tcp_comm_create(const redcoll_tcp_config *cfg, redcoll_c
   t->rank = cfg->rank;
   t->size = cfg->size;
   t->timeout_ms = cfg->wait_timeout_ms ? cfg->wait_timeout_ms : REDCOLL_TCP_DEFAULT_WAIT_TIMEOUT_MS;
-  t->coll_deadline_ns = UINT64_MAX;
+  t->unexpected_max = cfg->unexpected_max ? cfg->unexpected_max : REDCOLL__TCP_UNEXPECTED_MAX;
   t->auth_failed_with = -1;
   t->abort_from = -1;
   t->peers = calloc((size_t)cfg->size, sizeof *t->peers);
@@ -451,9 +518,8 @@ REDCOLL_API int redcoll_tcp_comm_create(const redcoll_tcp_config *cfg, redcoll_c
   }
   t->loop_init = 1;
   t->loop.data = t;
-  uv_timer_init(&t->loop, &t->timer);
-  t->timer.data = t;
-  t->timer_init = 1;
+  rc = redcoll__tcp_wait_init(t);
+  if (rc != REDCOLL_OK) goto fail;
   ignore_sigpipe();
   t->on_accept = redcoll__tcp_on_accept;
   t->connect_peer = redcoll__tcp_peer_connect;
@@ -481,7 +547,9 @@ REDCOLL_API int redcoll_tcp_comm_create_from_env(redcoll_comm **out) {
 REDCOLL_API int redcoll_tcp_comm_set_wait_timeout(redcoll_comm *c, uint64_t timeout_ms) {
   redcoll__tcp *t = redcoll__comm_transport(c, &tcp_ops);
   if (t == NULL) return REDCOLL_EINVAL;
+  pthread_mutex_lock(&t->mu);
   t->timeout_ms = timeout_ms ? timeout_ms : REDCOLL_TCP_DEFAULT_WAIT_TIMEOUT_MS;
+  pthread_mutex_unlock(&t->mu);
   return REDCOLL_OK;
 }
 

@@ -8,6 +8,7 @@
 #ifndef REDCOLL_TCP_INT_H
 #define REDCOLL_TCP_INT_H
 
+#include <pthread.h>
 #include <uv.h>
 
 #include "addr.h"
@@ -25,6 +26,9 @@
 
 /* The read buffer of an incoming connection (recv.c). */
 #define REDCOLL__TCP_RBUF 16384
+/* Bytes of messages that arrived before their receive, per peer, past
+ * which its connection stops reading (redcoll_tcp_config.unexpected_max). */
+#define REDCOLL__TCP_UNEXPECTED_MAX ((uint64_t)64 << 20)
 
 typedef struct redcoll__tcp redcoll__tcp;
 typedef struct redcoll__tcp_conn redcoll__tcp_conn;
@@ -59,6 +63,11 @@ struct redcoll__tcp_conn {
   size_t hdr_got;
   int have_frame; /* a DATA header was read, its payload not yet */
   redcoll__tcp_frame fr;
+  /* Where the payload of that frame goes: a matched receive, a message
+   * kept for a later one (chan.c), or nowhere (discard bytes more). */
+  struct redcoll__tcp_recv *sink_rx;
+  struct redcoll__tcp_umsg *sink_um;
+  uint64_t discard;
   /* An incoming connection, once identified, reads into rb as much as the
    * socket has (up to REDCOLL__TCP_RBUF bytes) and takes frames out of it;
    * only the rest of a matched payload longer than what rb held is read
@@ -74,23 +83,60 @@ struct redcoll__tcp_conn {
   redcoll__tcp_conn *next, *prev;
 };
 
+/* A message to send.  Until its peer's connection is ready it waits in
+ * the peer's queue (next); then it is written (queued while libuv holds
+ * its buffer). */
 typedef struct redcoll__tcp_send {
   int dst;
-  uint64_t tag;
+  uint64_t tag, chan;
   const void *buf;
   size_t len;
   unsigned char hdr[REDCOLL__TCP_HDR];
   uv_write_t req;
   int queued, done, status;
+  struct redcoll__tcp_send *next;
 } redcoll__tcp_send;
 
+/* A posted receive: matched once a message of its peer and channel is
+ * taken for it (its payload may still be arriving). */
 typedef struct redcoll__tcp_recv {
   int src;
-  uint64_t tag;
+  uint64_t tag, chan;
   void *buf;
   size_t len, got;
   int matched, done, status;
 } redcoll__tcp_recv;
+
+/* A message that arrived before its receive (chan.c); got < len while its
+ * payload is still being read. */
+typedef struct redcoll__tcp_umsg {
+  struct redcoll__tcp_umsg *next;
+  uint64_t tag;
+  size_t len, got;
+  unsigned char data[];
+} redcoll__tcp_umsg;
+
+/* One channel of one peer as this rank sees it (chan.c): the messages that
+ * came first, in order, and the receive posted on it. */
+typedef struct redcoll__tcp_pchan {
+  struct redcoll__tcp_pchan *next;
+  uint64_t chan;
+  redcoll__tcp_umsg *head, *tail;
+  redcoll__tcp_recv *rx;
+} redcoll__tcp_pchan;
+
+/* A channel group something happened to (chan.c): cancelled (a rank gave
+ * up on its communicator: who, and an ABORT tag's why), or closed here. */
+typedef struct redcoll__tcp_group {
+  struct redcoll__tcp_group *next;
+  uint64_t group;
+  int cancelled; /* REDCOLL_EABORTED once cancelled, else 0 */
+  int broken;    /* REDCOLL_EMISMATCH once a message on it did not match
+                  * its receive (the channel is out of step), else 0 */
+  int from;
+  uint64_t why;
+  int closed;    /* destroyed on this rank: later traffic is dropped */
+} redcoll__tcp_group;
 
 typedef struct redcoll__tcp_peer {
   redcoll__tcp_addr addr;
@@ -98,8 +144,14 @@ typedef struct redcoll__tcp_peer {
   uv_timer_t retry;
   int retry_init, retry_active;
   unsigned backoff_ms;
-  redcoll__tcp_send *tx;
-  redcoll__tcp_recv *rx;
+  /* Sends waiting for the connection to be ready, in order. */
+  redcoll__tcp_send *txq, *txq_tail;
+  /* Its channels with messages kept or a receive posted (chan.c), the
+   * bytes kept, and the channel groups it closed. */
+  redcoll__tcp_pchan *chans;
+  uint64_t unexpected;
+  uint64_t *closed;
+  size_t nclosed, closed_cap;
   /* Sending to / receiving from this peer fails with this status: its
    * connection in that direction closed (normally, or not). */
   int err_send, err_recv;
@@ -119,29 +171,33 @@ typedef struct redcoll__tcp_peer {
    * refuses for REDCOLL__TCP_GONE_NS) rather than at the timeout. */
   int probe;
   int ever; /* a connection with the peer was set up once: it listened */
+  int lost_logged; /* why it was lost is in the log */
 } redcoll__tcp_peer;
 
 struct redcoll__tcp {
   uv_loop_t loop;
   int loop_init;
+  /* Threads (wait.c): every libuv call and every field is under mu; one
+   * thread at a time, the leader, runs the loop, and polls its descriptor
+   * with mu released; the others wait on cv.  wake interrupts the poll. */
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int mu_init;
+  int leader;
+  uv_async_t wake;
+  int wake_init;
+  redcoll__tcp_group *groups;
+  uint64_t unexpected_max;
   int rank, size;
   uint64_t timeout_ms;
   uv_tcp_t listener;
   int listener_init;
   redcoll__tcp_addr self;
-  uv_timer_t timer;
-  int timer_init;
-  int timed_out;
-  /* The deadline of the collective of the running call, passed by the core
-   * (redcoll_comm_set_deadline), in uv_hrtime() nanoseconds; UINT64_MAX:
-   * none. */
-  uint64_t coll_deadline_ns;
   redcoll__tcp_peer *peers;
   redcoll__tcp_conn conns; /* list head of every connection */
   int ctl_pending;         /* BYE / ABORT / HELLO writes in flight */
   int connects_pending;
   int fatal;               /* first error that breaks every call */
-  int in_call;             /* re-entry guard */
   int aborting;
   /* The peer this rank failed to authenticate with (-1: none): its ABORT
    * says so, so that every rank can tell why the job stopped. */

@@ -16,13 +16,19 @@ uint64_t redcoll__tcp_get_le(const unsigned char *p, int n) {
   return v;
 }
 
-void redcoll__tcp_encode(unsigned char *out, unsigned type, uint64_t tag, uint64_t len) {
+void redcoll__tcp_encode_ch(unsigned char *out, unsigned type, uint64_t tag, uint64_t len,
+                            uint64_t chan) {
   redcoll__tcp_put_le(out, REDCOLL__TCP_MAGIC, 4);
   out[4] = REDCOLL__TCP_VERSION;
   out[5] = (unsigned char)type;
   out[6] = out[7] = 0;
   redcoll__tcp_put_le(out + 8, tag, 8);
   redcoll__tcp_put_le(out + 16, len, 8);
+  redcoll__tcp_put_le(out + 24, chan, 8);
+}
+
+void redcoll__tcp_encode(unsigned char *out, unsigned type, uint64_t tag, uint64_t len) {
+  redcoll__tcp_encode_ch(out, type, tag, len, 0);
 }
 
 int redcoll__tcp_decode(const unsigned char *in, redcoll__tcp_frame *f) {
@@ -30,9 +36,13 @@ int redcoll__tcp_decode(const unsigned char *in, redcoll__tcp_frame *f) {
       in[7] != 0)
     return REDCOLL_EPROTO;
   f->type = in[5];
-  if (f->type < REDCOLL__FR_DATA || f->type > REDCOLL__FR_AUTH) return REDCOLL_EPROTO;
+  if (f->type < REDCOLL__FR_DATA || f->type > REDCOLL__FR_CLOSE) return REDCOLL_EPROTO;
   f->tag = redcoll__tcp_get_le(in + 8, 8);
   f->len = redcoll__tcp_get_le(in + 16, 8);
+  f->chan = redcoll__tcp_get_le(in + 24, 8);
+  if (f->chan != 0 && f->type != REDCOLL__FR_DATA && f->type != REDCOLL__FR_CANCEL &&
+      f->type != REDCOLL__FR_CLOSE)
+    return REDCOLL_EPROTO;
   return REDCOLL_OK;
 }
 

@@ -8,14 +8,17 @@
 #include <stdint.h>
 
 #define REDCOLL__TCP_MAGIC 0x4c434452u /* "RDCL" little-endian */
-#define REDCOLL__TCP_VERSION 4
-#define REDCOLL__TCP_HDR 24
+#define REDCOLL__TCP_VERSION 5
+/* magic (u32), version (u8), type (u8), two zero bytes, tag (u64), len (u64),
+ * channel (u64; 0 but in DATA, CANCEL and CLOSE), all little-endian. */
+#define REDCOLL__TCP_HDR 32
 /* An address in the rendezvous: family (u16: 4 or 6), port (u16), 16 bytes
  * of address (IPv4 in the first 4). */
 #define REDCOLL__TCP_ADDR_WIRE 20
 
 enum {
-  REDCOLL__FR_DATA = 1,  /* tag: the message tag; len: payload bytes */
+  REDCOLL__FR_DATA = 1,  /* tag: the message tag; len: payload bytes; channel:
+                          * the message's (matched per peer and channel) */
   REDCOLL__FR_HELLO = 2, /* first frame of a connection; tag: rank | size << 32;
                           * len: HELLO_LEN, the job id (u64) and the
                           * communicator's number (u64, see below).  The
@@ -28,8 +31,10 @@ enum {
                           * still carry data (it ends with a BYE of its own),
                           * and whether and why it was aborted (see
                           * REDCOLL__TCP_BYE_BITS) */
-  REDCOLL__FR_ABORT = 4, /* the sender gave up; len 0; tag: its status (low 32
-                          * bits), a reason (bits 32..39: 1 = authentication
+  REDCOLL__FR_ABORT = 4, /* reserved: wire version 4's abort of the whole
+                          * transport, which CANCEL replaced; an ABORT tag
+                          * (CANCEL's) is the sender's status (low 32 bits)
+                          * and a reason (bits 32..39: 1 = authentication
                           * with rank (bits 40..63) failed) */
   REDCOLL__FR_REG = 5,   /* rendezvous: tag: rank | size << 32; len: ADDR_WIRE + 8:
                           * the address, the configured job id (0: none) */
@@ -39,6 +44,11 @@ enum {
                           * on one host, else 0), every rank's address */
   REDCOLL__FR_AUTH = 7,  /* authentication (a shared secret): tag: the step,
                           * len: its payload (REDCOLL__AUTH_*) */
+  REDCOLL__FR_CANCEL = 8, /* the sender gave up on the communicator of the
+                           * channel group `channel`; len 0; tag as ABORT's */
+  REDCOLL__FR_CLOSE = 9,  /* the sender destroyed the communicator of the
+                           * channel group `channel`: nothing more comes on
+                           * it (sent after its last message); len 0, tag 0 */
 };
 
 /* The part of a TABLE's payload before the addresses. */
@@ -77,6 +87,7 @@ typedef struct redcoll__tcp_frame {
   unsigned type;
   uint64_t tag;
   uint64_t len;
+  uint64_t chan;
 } redcoll__tcp_frame;
 
 /* A BYE's tag: bit 0, the sender's data connection to the receiver is
@@ -88,7 +99,11 @@ typedef struct redcoll__tcp_frame {
 #define REDCOLL__TCP_BYE_BITS 51
 
 void redcoll__tcp_encode(unsigned char *out, unsigned type, uint64_t tag, uint64_t len);
-/* REDCOLL_EPROTO if magic, version, reserved bits or type are wrong. */
+/* The same with a channel (DATA, CANCEL, CLOSE). */
+void redcoll__tcp_encode_ch(unsigned char *out, unsigned type, uint64_t tag, uint64_t len,
+                            uint64_t chan);
+/* REDCOLL_EPROTO if magic, version, reserved bits or type are wrong, or a
+ * frame other than DATA, CANCEL and CLOSE has a channel. */
 int redcoll__tcp_decode(const unsigned char *in, redcoll__tcp_frame *f);
 /* The rank a HELLO frame header f received by `rank` of a job of `size`
  * announces, or -1 with the reason in *why (another type, size, payload

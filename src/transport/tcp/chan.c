@@ -1,0 +1,144 @@
+/* Channels: every message carries its channel, and a rank matches what a
+ * peer sends per (peer, channel).  A message whose receive is not posted
+ * yet is kept, whole, in its channel's queue, so that one channel waiting
+ * unreceived never holds up another on the same connection; the bytes kept
+ * per peer are bounded (REDCOLL__TCP_UNEXPECTED_MAX by default): past the
+ * bound its connection stops reading until receives take them (recv.c).
+ *
+ * Channel groups (REDCOLL_TRANSPORT_CHANNEL_GROUP channels, one
+ * communicator) can be cancelled (a rank gave up on the communicator) and
+ * closed (a rank destroyed it): those records live here too.  The core never
+ * uses a closed group again on one transport object, so a record of a
+ * group closed here or by a peer never meets a later communicator. */
+#include <stdlib.h>
+
+#include "chan.h"
+
+redcoll__tcp_pchan *redcoll__tcp_pchan_get(redcoll__tcp *t, int q, uint64_t chan, int make) {
+  redcoll__tcp_peer *p = &t->peers[q];
+  for (redcoll__tcp_pchan *pc = p->chans; pc != NULL; pc = pc->next)
+    if (pc->chan == chan) return pc;
+  if (!make) return NULL;
+  redcoll__tcp_pchan *pc = calloc(1, sizeof *pc);
+  if (pc == NULL) return NULL;
+  pc->chan = chan;
+  pc->next = p->chans;
+  p->chans = pc;
+  return pc;
+}
+
+void redcoll__tcp_pchan_tidy(redcoll__tcp *t, int q, redcoll__tcp_pchan *pc) {
+  if (pc == NULL || pc->head != NULL || pc->rx != NULL) return;
+  redcoll__tcp_peer *p = &t->peers[q];
+  /* The connection may be filling its payload: it holds the queue's tail. */
+  if (p->in != NULL && p->in->have_frame && p->in->fr.chan == pc->chan) return;
+  for (redcoll__tcp_pchan **pp = &p->chans; *pp != NULL; pp = &(*pp)->next)
+    if (*pp == pc) {
+      *pp = pc->next;
+      free(pc);
+      return;
+    }
+}
+
+void redcoll__tcp_pchan_free_all(redcoll__tcp *t, int q) {
+  redcoll__tcp_peer *p = &t->peers[q];
+  while (p->chans != NULL) {
+    redcoll__tcp_pchan *pc = p->chans;
+    p->chans = pc->next;
+    while (pc->head != NULL) {
+      redcoll__tcp_umsg *m = pc->head;
+      pc->head = m->next;
+      free(m);
+    }
+    free(pc);
+  }
+  p->unexpected = 0;
+  free(p->closed);
+  p->closed = NULL;
+  p->nclosed = p->closed_cap = 0;
+}
+
+redcoll__tcp_umsg *redcoll__tcp_umsg_push(redcoll__tcp *t, int q, redcoll__tcp_pchan *pc,
+                                          uint64_t tag, size_t len) {
+  redcoll__tcp_umsg *m = malloc(sizeof *m + len);
+  if (m == NULL) return NULL;
+  m->next = NULL;
+  m->tag = tag;
+  m->len = len;
+  m->got = 0;
+  if (pc->tail != NULL) pc->tail->next = m;
+  else pc->head = m;
+  pc->tail = m;
+  t->peers[q].unexpected += len;
+  return m;
+}
+
+int redcoll__tcp_umsg_deliver(redcoll__tcp *t, int q, redcoll__tcp_pchan *pc) {
+  redcoll__tcp_umsg *m = pc->head;
+  redcoll__tcp_recv *r = pc->rx;
+  if (m == NULL || r == NULL || m->got < m->len) return 0;
+  pc->head = m->next;
+  if (pc->head == NULL) pc->tail = NULL;
+  t->peers[q].unexpected -= m->len;
+  pc->rx = NULL;
+  r->done = 1;
+  if (m->tag != r->tag || m->len != r->len) {
+    redcoll__log(0,
+                 "tcp rank %d: message from rank %d on channel %llu has tag %#llx and %zu bytes, "
+                 "the receive expects tag %#llx and %zu bytes",
+                 t->rank, q, (unsigned long long)pc->chan, (unsigned long long)m->tag, m->len,
+                 (unsigned long long)r->tag, r->len);
+    r->status = REDCOLL_EMISMATCH;
+    redcoll__tcp_chan_broken(t, pc->chan);
+  } else {
+    if (m->len > 0) memcpy(r->buf, m->data, m->len);
+    r->got = m->len;
+    r->status = REDCOLL_OK;
+  }
+  free(m);
+  return 1;
+}
+
+redcoll__tcp_group *redcoll__tcp_group_get(redcoll__tcp *t, uint64_t g, int make) {
+  for (redcoll__tcp_group *gr = t->groups; gr != NULL; gr = gr->next)
+    if (gr->group == g) return gr;
+  if (!make) return NULL;
+  redcoll__tcp_group *gr = calloc(1, sizeof *gr);
+  if (gr == NULL) return NULL;
+  gr->group = g;
+  gr->from = -1;
+  gr->next = t->groups;
+  t->groups = gr;
+  return gr;
+}
+
+int redcoll__tcp_chan_status(redcoll__tcp *t, uint64_t chan) {
+  const redcoll__tcp_group *gr = redcoll__tcp_group_get(t, REDCOLL__TCP_GROUP_OF(chan), 0);
+  if (gr == NULL) return REDCOLL_OK;
+  return gr->cancelled ? gr->cancelled : gr->broken;
+}
+
+void redcoll__tcp_chan_broken(redcoll__tcp *t, uint64_t chan) {
+  redcoll__tcp_group *gr = redcoll__tcp_group_get(t, REDCOLL__TCP_GROUP_OF(chan), 1);
+  if (gr != NULL && gr->broken == REDCOLL_OK) gr->broken = REDCOLL_EMISMATCH;
+}
+
+void redcoll__tcp_peer_closed(redcoll__tcp *t, int q, uint64_t g) {
+  redcoll__tcp_peer *p = &t->peers[q];
+  if (redcoll__tcp_peer_has_closed(t, q, g)) return;
+  if (p->nclosed == p->closed_cap) {
+    size_t cap = p->closed_cap ? 2 * p->closed_cap : 4;
+    uint64_t *n = realloc(p->closed, cap * sizeof *n);
+    if (n == NULL) return; /* its waiters find out at their timeout */
+    p->closed = n;
+    p->closed_cap = cap;
+  }
+  p->closed[p->nclosed++] = g;
+}
+
+int redcoll__tcp_peer_has_closed(const redcoll__tcp *t, int q, uint64_t g) {
+  const redcoll__tcp_peer *p = &t->peers[q];
+  for (size_t i = 0; i < p->nclosed; i++)
+    if (p->closed[i] == g) return 1;
+  return 0;
+}

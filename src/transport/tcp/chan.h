@@ -1,0 +1,41 @@
+/* Channels as this rank keeps them (chan.c): a peer's channels with the
+ * messages that came before their receive, and what happened to channel
+ * groups (cancelled by a rank, closed by a peer or here). */
+#ifndef REDCOLL_TCP_CHAN_H
+#define REDCOLL_TCP_CHAN_H
+
+#include "redcoll/transport.h"
+#include "tcp_int.h"
+
+#define REDCOLL__TCP_GROUP_OF(ch) ((ch) & ~(uint64_t)(REDCOLL_TRANSPORT_CHANNEL_GROUP - 1))
+
+/* Peer q's record of channel chan, made if need be (NULL: no memory; make
+ * 0: not there). */
+redcoll__tcp_pchan *redcoll__tcp_pchan_get(redcoll__tcp *t, int q, uint64_t chan, int make);
+/* Frees pc if it keeps nothing and no receive is posted on it. */
+void redcoll__tcp_pchan_tidy(redcoll__tcp *t, int q, redcoll__tcp_pchan *pc);
+/* Frees every record of peer q (destroy). */
+void redcoll__tcp_pchan_free_all(redcoll__tcp *t, int q);
+
+/* A message of len bytes kept on pc for a later receive, its payload still
+ * to be filled (got 0); NULL without memory. */
+redcoll__tcp_umsg *redcoll__tcp_umsg_push(redcoll__tcp *t, int q, redcoll__tcp_pchan *pc,
+                                          uint64_t tag, size_t len);
+/* Hands pc's first kept message, if it is whole, to the receive posted on
+ * pc: done, or REDCOLL_EMISMATCH if its tag or length differ.  Returns 1
+ * if the receive is done. */
+int redcoll__tcp_umsg_deliver(redcoll__tcp *t, int q, redcoll__tcp_pchan *pc);
+
+/* The record of channel group g (make 0: NULL if none). */
+redcoll__tcp_group *redcoll__tcp_group_get(redcoll__tcp *t, uint64_t g, int make);
+/* Why calls on channel chan fail now: REDCOLL_EABORTED if its group was
+ * cancelled, REDCOLL_EMISMATCH if a message on it did not match, else
+ * REDCOLL_OK. */
+int redcoll__tcp_chan_status(redcoll__tcp *t, uint64_t chan);
+/* A message on chan did not match its receive: the group is out of step. */
+void redcoll__tcp_chan_broken(redcoll__tcp *t, uint64_t chan);
+/* Peer q closed channel group g / has it closed it. */
+void redcoll__tcp_peer_closed(redcoll__tcp *t, int q, uint64_t g);
+int redcoll__tcp_peer_has_closed(const redcoll__tcp *t, int q, uint64_t g);
+
+#endif /* REDCOLL_TCP_CHAN_H */

@@ -1,0 +1,102 @@
+/* Waiting, from any number of threads.  libuv's loop is not thread-safe, so
+ * one mutex (t->mu) guards the loop and the whole transport, and the
+ * threads take turns as its leader:
+ *
+ *   - a thread that waits for something and finds no leader becomes it:
+ *     it runs the loop without blocking (uv_run NOWAIT, mutex held), wakes
+ *     the other waiters (cv), and then polls the loop's descriptor with the
+ *     mutex released, for at most the loop's next timer or its own
+ *     deadline;
+ *   - the others wait on cv until their operation is done, their deadline
+ *     passes, or the leader leaves (done), when one of them takes over;
+ *   - a thread that posts an operation or cancels does so under the mutex
+ *     while the leader polls (no libuv call runs then), and wakes the
+ *     leader's poll (t->wake) so that the loop sees it.
+ *
+ * So a blocking call costs no thread of its own, and a collective in one
+ * thread progresses the messages of every other thread's. */
+#include <limits.h>
+#include <poll.h>
+#include <sched.h>
+#include <time.h>
+
+#include "wait.h"
+
+static void on_wake(uv_async_t *a) { (void)a; }
+
+int redcoll__tcp_wait_init(redcoll__tcp *t) {
+  pthread_condattr_t ca;
+  if (pthread_condattr_init(&ca) != 0) return REDCOLL_ENOMEM;
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* uv_hrtime's clock */
+  int r = pthread_cond_init(&t->cv, &ca);
+  pthread_condattr_destroy(&ca);
+  if (r != 0) return REDCOLL_ENOMEM;
+  if (pthread_mutex_init(&t->mu, NULL) != 0) {
+    pthread_cond_destroy(&t->cv);
+    return REDCOLL_ENOMEM;
+  }
+  t->mu_init = 1;
+  if (uv_async_init(&t->loop, &t->wake, on_wake) != 0) return REDCOLL_ENOMEM;
+  t->wake_init = 1;
+  return REDCOLL_OK;
+}
+
+void redcoll__tcp_wait_fini(redcoll__tcp *t) {
+  if (!t->mu_init) return;
+  pthread_mutex_destroy(&t->mu);
+  pthread_cond_destroy(&t->cv);
+  t->mu_init = 0;
+}
+
+void redcoll__tcp_kick(redcoll__tcp *t) {
+  if (t->leader && t->wake_init) uv_async_send(&t->wake);
+}
+
+static void abs_time(struct timespec *ts, uint64_t ns) {
+  ts->tv_sec = (time_t)(ns / 1000000000u);
+  ts->tv_nsec = (long)(ns % 1000000000u);
+}
+
+int redcoll__tcp_progress(redcoll__tcp *t, int (*done)(redcoll__tcp *, void *), void *arg,
+                          uint64_t deadline_ns) {
+  uint64_t spin = redcoll__spin_ns(), spin_until = spin != 0 ? uv_hrtime() + spin : 0;
+  for (;;) {
+    if (done(t, arg)) return 1;
+    uint64_t now = uv_hrtime();
+    if (now >= deadline_ns) return 0;
+    if (t->leader) {
+      /* A follower: the leader wakes it after every turn of the loop.  It
+       * also looks again every second, which costs nothing and bounds
+       * what a lost wake-up could cost. */
+      uint64_t until = deadline_ns - now > 1000000000u ? now + 1000000000u : deadline_ns;
+      struct timespec ts;
+      abs_time(&ts, until);
+      pthread_cond_timedwait(&t->cv, &t->mu, &ts);
+      continue;
+    }
+    t->leader = 1;
+    uv_run(&t->loop, UV_RUN_NOWAIT);
+    pthread_cond_broadcast(&t->cv);
+    if (done(t, arg)) break;
+    int ms;
+    if (spin_until != 0 && uv_hrtime() < spin_until) {
+      ms = 0; /* poll, yielding the CPU (redcoll__spin_ns) */
+    } else {
+      spin_until = 0;
+      ms = uv_backend_timeout(&t->loop);
+      now = uv_hrtime();
+      uint64_t left = deadline_ns > now ? (deadline_ns - now + 999999) / 1000000 : 0;
+      if (left > INT_MAX) left = INT_MAX;
+      if (ms < 0 || (uint64_t)ms > left) ms = (int)left;
+    }
+    struct pollfd pfd = {.fd = uv_backend_fd(&t->loop), .events = POLLIN};
+    pthread_mutex_unlock(&t->mu);
+    if (ms == 0) sched_yield();
+    else poll(&pfd, 1, ms);
+    pthread_mutex_lock(&t->mu);
+    t->leader = 0;
+  }
+  t->leader = 0;
+  pthread_cond_broadcast(&t->cv); /* one of the others takes over */
+  return 1;
+}

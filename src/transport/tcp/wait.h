@@ -1,0 +1,19 @@
+/* Waiting from any number of threads (wait.c). */
+#ifndef REDCOLL_TCP_WAIT_H
+#define REDCOLL_TCP_WAIT_H
+
+#include "tcp_int.h"
+
+/* The mutex, the condition variable and the loop's wake-up. */
+int redcoll__tcp_wait_init(redcoll__tcp *t);
+void redcoll__tcp_wait_fini(redcoll__tcp *t);
+/* With t->mu held: runs the loop (as its leader, or waiting for the
+ * thread that is) until done(t, arg) or the deadline (uv_hrtime ns,
+ * UINT64_MAX: none).  Returns 1 if done. */
+int redcoll__tcp_progress(redcoll__tcp *t, int (*done)(redcoll__tcp *, void *), void *arg,
+                          uint64_t deadline_ns);
+/* With t->mu held, after posting work for the loop: wakes the leader's
+ * poll so that the loop sees it. */
+void redcoll__tcp_kick(redcoll__tcp *t);
+
+#endif /* REDCOLL_TCP_WAIT_H */
