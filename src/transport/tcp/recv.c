@@ -225,6 +225,16 @@ static void peer_said_bye(redcoll__tcp *t, int q, uint64_t tag) {
   redcoll__tcp_peer *p = &t->peers[q];
   int has_out = (int)(tag & 1);
   p->said_bye = 1;
+  if ((tag & 2) && (has_out || p->in != NULL || !redcoll__tcp_peer_waited(t, q))) {
+    /* It left after an abort on one of its communicators (not
+     * necessarily one this rank waits on), and either its messages may
+     * still come on its connection, whose end then reports what fails, or
+     * nothing here waits for it: news only for the log. */
+    redcoll__log(2, "tcp rank %d: rank %d left after an abort", t->rank, q);
+    redcoll__tcp_peer_fail(t, q, REDCOLL_ETRANSPORT, DIR_SEND);
+    if (!has_out && p->in == NULL) redcoll__tcp_peer_fail(t, q, REDCOLL_ETRANSPORT, DIR_RECV);
+    return;
+  }
   if (tag & 2) {
     /* It gave up after an abort (its own, sent before this BYE, or one it
      * was told of): that is the reason to report, not its leaving. */
