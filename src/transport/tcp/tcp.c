@@ -160,8 +160,9 @@ static int wait_for(redcoll__tcp *t, wait_set *w, const char *what, int peer, ui
 
 static int post_send(redcoll__tcp *t, redcoll__tcp_send *s) {
   redcoll__tcp_peer *p = &t->peers[s->dst];
-  int st = p->err_send;
-  if (st == REDCOLL_OK) st = redcoll__tcp_chan_status(t, s->chan);
+  /* The channel's own end (a cancel) is the better reason than a peer's. */
+  int st = redcoll__tcp_chan_status(t, s->chan);
+  if (st == REDCOLL_OK) st = p->err_send;
   if (st != REDCOLL_OK) {
     s->done = 1;
     s->status = st;
