@@ -14,20 +14,21 @@
  * until the call's timeout.  Only the peers the collectives use are ever
  * connected.
  *
- * Wire format.  Every message is preceded by a 24-byte little-endian header:
+ * Wire format.  Every message is preceded by a 32-byte little-endian header:
  * magic "RDCL" (u32 0x4c434452), version (u8), frame type (u8), reserved
- * (u16, zero), tag (u64), length (u64).  Every field is checked.  The
- * sender writes header and payload from its buffer with one system call
- * when the socket takes them.  The receiver reads whatever the socket holds
- * into a 16 KiB buffer per incoming connection (one read for the header and
- * payload of a small message, or for several messages) and copies each
- * payload out to its receive; the rest of a longer payload is read straight
- * into the caller's buffer.  Messages that arrive before their receives are
- * posted wait in that buffer; once it is full the transport stops reading
- * from that peer until a receive takes some (back-pressure: at most 16 KiB
- * per peer held in user space, the rest stays in the socket).  Messages a
- * peer sent before it closed its communicator are all delivered before the
- * close is reported.
+ * (u16, zero), tag (u64), length (u64), channel (u64; the communicator's).
+ * Every field is checked.  The sender writes header and payload from its
+ * buffer with one system call when the socket takes them.  The receiver
+ * reads whatever the socket holds into a 16 KiB buffer per incoming
+ * connection (one read for the header and payload of a small message, or
+ * for several messages) and copies each payload out to the receive posted
+ * on its channel; the rest of a longer payload is read straight into the
+ * caller's buffer.  A message that arrives before its receive is posted is
+ * kept, whole, in memory of its length, up to unexpected_max bytes per peer
+ * (one message is always taken); past that the transport stops reading
+ * from that peer until a receive takes some (back-pressure: the rest stays
+ * in the socket).  Messages a peer sent before it closed its communicator
+ * are all delivered before the close is reported.
  *
  * Strangers.  A connection that is not from a rank of this job (malformed
  * frames, another world size or job id, a failed authentication) is closed
@@ -35,15 +36,20 @@
  * collectives.
  *
  * Failures.  A peer whose process dies or whose connection breaks makes every
- * waiting and later call of this rank return REDCOLL_ETRANSPORT; a rank that
- * aborts (after any error) tells all its peers, whose calls then return
- * REDCOLL_EABORTED; a call that waits longer than the timeout returns
- * REDCOLL_ETIMEDOUT.  After an error the communicator is broken.
+ * waiting and later call of this rank that needs it return
+ * REDCOLL_ETRANSPORT (and the core then breaks the communicators that
+ * contain it on every member); a rank that gives up on a communicator
+ * (after any error, or redcoll_comm_abort) tells all its peers, whose calls
+ * on that communicator then return REDCOLL_EABORTED; a call that waits
+ * longer than the timeout returns REDCOLL_ETIMEDOUT.  After an error the
+ * communicator is broken; the others over the same connections go on.
  *
  * Waiting.  A blocking call first polls its sockets, giving the CPU away
  * (sched_yield) between polls, for at most REDCOLL_SPIN_US microseconds
  * (default 100, 0 turns it off), then sleeps in the kernel until a socket
- * or its timer wakes it.
+ * or its deadline wakes it.  Calls on several communicators from several
+ * threads take turns running the event loop: one thread polls the sockets
+ * for all of them, the others sleep until their operation is done.
  *
  * Signals.  Writing to a socket whose peer is gone raises SIGPIPE; if the
  * program left SIGPIPE at its default action, creating a communicator sets it
