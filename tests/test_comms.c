@@ -6,7 +6,8 @@
  * communicator and its dup at once; abort of a child while its parent goes
  * on; abort from another thread of a collective that waits for a peer that
  * never comes; a deadlock report that names the channel; ENOTSUP on a
- * transport without channels.
+ * transport without channels; a half of a split costs in the simulator
+ * exactly what a world of its size costs.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -415,8 +416,76 @@ static void no_channels(void) {
   CHECK(c == NULL);
 }
 
+/* ---- a split costs what a world of its size costs ------------------------ */
+
+/* What one allreduce of COST_N doubles with algorithm `algo` costs a rank of
+ * c in the simulator: rounds, messages, bytes sent and reduced (deltas of
+ * the rank's counters). */
+#define COST_N 40000
+typedef struct cost {
+  uint64_t rounds, msgs, bytes, reduced;
+} cost;
+
+static int measure(redcoll_comm *c, redcoll_algo algo, cost *out) {
+  static double in[COST_N], outv[COST_N];
+  redcoll_mock_stats a, b;
+  int rc = redcoll_comm_set_algorithm(c, REDCOLL_COLL_ALLREDUCE, algo);
+  if (rc == REDCOLL_OK) rc = redcoll_mock_comm_stats(c, &a);
+  if (rc == REDCOLL_OK) rc = redcoll_allreduce(c, in, outv, COST_N, REDCOLL_FLOAT64, REDCOLL_SUM);
+  if (rc == REDCOLL_OK) rc = redcoll_mock_comm_stats(c, &b);
+  if (rc != REDCOLL_OK) return rc;
+  *out = (cost){b.rounds - a.rounds, b.msgs_sent - a.msgs_sent, b.bytes_sent - a.bytes_sent,
+                b.bytes_reduced - a.bytes_reduced};
+  return REDCOLL_OK;
+}
+
+static const redcoll_algo cost_algos[] = {REDCOLL_ALGO_RING, REDCOLL_ALGO_ELIMINATION,
+                                          REDCOLL_ALGO_RECURSIVE_DOUBLING};
+#define NALGO (sizeof cost_algos / sizeof cost_algos[0])
+static cost world_cost[3][NALGO], split_cost[6][NALGO];
+
+static int world3_rank(redcoll_comm *c, void *arg) {
+  (void)arg;
+  int rc = REDCOLL_OK;
+  for (size_t k = 0; k < NALGO && rc == REDCOLL_OK; k++)
+    rc = measure(c, cost_algos[k], &world_cost[redcoll_comm_rank(c)][k]);
+  return rc;
+}
+
+/* Six ranks split by parity: {0, 2, 4} and {1, 3, 5}. */
+static int split6_rank(redcoll_comm *world, void *arg) {
+  (void)arg;
+  int r = redcoll_comm_rank(world);
+  redcoll_comm *half = NULL;
+  int rc = redcoll_comm_split(world, r % 2, r, &half);
+  for (size_t k = 0; k < NALGO && rc == REDCOLL_OK; k++)
+    rc = measure(half, cost_algos[k], &split_cost[r][k]);
+  redcoll_comm_destroy(half);
+  return rc;
+}
+
+/* The simulator counts exactly: a half of a split of 6 pays, rank for rank,
+ * the rounds, messages, bytes sent and bytes reduced of a world of 3, for
+ * every algorithm (the rank translation and the channels add nothing). */
+static void split_costs_like_world(void) {
+  CHECK_INT(redcoll_mock_run(3, NULL, world3_rank, NULL, NULL), REDCOLL_OK);
+  CHECK_INT(redcoll_mock_run(6, NULL, split6_rank, NULL, NULL), REDCOLL_OK);
+  for (int r = 0; r < 6; r++)
+    for (size_t k = 0; k < NALGO; k++) {
+      const cost *s = &split_cost[r][k], *w = &world_cost[r / 2][k];
+      CHECK_MSG(s->rounds == w->rounds && s->msgs == w->msgs && s->bytes == w->bytes &&
+                    s->reduced == w->reduced,
+                "rank %d, %s: split %llu rounds %llu msgs %llu B, world %llu rounds %llu msgs %llu B",
+                r, redcoll_algo_name(cost_algos[k]), (unsigned long long)s->rounds,
+                (unsigned long long)s->msgs, (unsigned long long)s->bytes,
+                (unsigned long long)w->rounds, (unsigned long long)w->msgs,
+                (unsigned long long)w->bytes);
+      CHECK(w->rounds > 0 && w->bytes > 0);
+    }
+}
+
 /* ---- registration ------------------------------------------------------- */
 
 TEST_MAIN(TEST(grid_sim), TEST(grid_threads), TEST(dup_concurrent), TEST(child_abort),
           TEST(abort_from_thread), TEST(deadlock_names_channel), TEST(bad_arguments),
-          TEST(no_channels))
+          TEST(no_channels), TEST(split_costs_like_world))
