@@ -52,6 +52,7 @@ typedef struct tcp_run_opts {
    * host list) once it is chosen, before the ranks start. */
   void (*before)(const char *addrs, void *arg);
   uint64_t timeout_ms;  /* communicator timeout; 0: 60 s */
+  uint64_t unexpected_max; /* config.unexpected_max; 0: the default */
   double deadline_s;    /* the parent's deadline for the whole run; 0: 240 s */
   const char *secrets[64]; /* rank r's secret (config.secret); NULL: none */
   uint64_t job_ids[64];    /* rank r's config.job_id; 0: none */
@@ -168,6 +169,7 @@ static int tcp_run__child(int rank, int p, const char *addrs, const tcp_run_opts
   cfg.wait_timeout_ms = timeout_ms;
   cfg.secret = secret;
   cfg.job_id = job_id;
+  cfg.unexpected_max = o->unexpected_max;
   redcoll_comm *comm = NULL;
   tcp_run__uv_warm_up();
   int fds_before = tcp_run_fd_count();

@@ -15,6 +15,11 @@
  *            works.
  *   churn    dups made and destroyed 200 times, each used once, while
  *            another thread runs allreduces on the world.
+ *   detach   a 32 MiB send on a dup times out while its peer reads nothing:
+ *            the call returns at its deadline, the connection both
+ *            communicators share stays up, and the world goes on.
+ *   bound    with 64 KiB kept per peer, messages on two communicators sent
+ *            before the sender leaves all arrive, in any receive order.
  */
 #include <pthread.h>
 
@@ -255,6 +260,77 @@ static int rank_churn(redcoll_comm *c, void *arg) {
   return redcoll_comm_error(c);
 }
 
+/* ---- detach: a send taken back does not cut the shared connection --------- */
+
+#define BIG ((size_t)32 << 20)
+
+static int rank_detach(redcoll_comm *c, void *arg) {
+  shared *sh = arg;
+  int me = redcoll_comm_rank(c);
+  redcoll_comm *d = NULL;
+  CHECK_INT(redcoll_comm_dup(c, &d), REDCOLL_OK);
+  if (d == NULL) return REDCOLL_ENOMEM;
+  CHECK_INT(redcoll_barrier(c), REDCOLL_OK);
+  int64_t v = 0;
+  if (me == 0) {
+    unsigned char *big = malloc(BIG);
+    if (big == NULL) return REDCOLL_ENOMEM;
+    memset(big, 7, BIG);
+    CHECK_INT(redcoll_comm_set_deadline(d, 200), REDCOLL_OK);
+    double t0 = now_s();
+    sh->st[0][0] = redcoll_send(d, 1, 1, big, BIG);
+    sh->t[0] = now_s() - t0;
+    memset(big, 0, BIG); /* the call has returned: the buffer is the caller's again */
+    free(big);
+    v = 42;
+    CHECK_INT(redcoll_send(c, 1, 2, &v, sizeof v), REDCOLL_OK);
+  } else {
+    tcp_run_sleep_ms(1000); /* reads nothing meanwhile */
+    CHECK_INT(redcoll_recv(c, 0, 2, &v, sizeof v), REDCOLL_OK);
+    CHECK_INT(v, 42);
+    uint64_t x;
+    sh->st[1][0] = redcoll_recv(d, 0, 1, &x, sizeof x); /* cancelled by rank 0 */
+  }
+  int64_t s = 0, one = 1;
+  CHECK_INT(redcoll_allreduce(c, &one, &s, 1, REDCOLL_INT64, REDCOLL_SUM), REDCOLL_OK);
+  CHECK_INT(s, 2);
+  redcoll_comm_destroy(d);
+  return redcoll_comm_error(c);
+}
+
+/* ---- bound: kept messages on two communicators, the sender gone ----------- */
+
+static int rank_bound(redcoll_comm *c, void *arg) {
+  (void)arg;
+  int me = redcoll_comm_rank(c);
+  redcoll_comm *d = NULL;
+  CHECK_INT(redcoll_comm_dup(c, &d), REDCOLL_OK);
+  if (d == NULL) return REDCOLL_ENOMEM;
+  CHECK_INT(redcoll_barrier(c), REDCOLL_OK);
+  static unsigned char a[64 << 10], b[1 << 10], e[100];
+  if (me == 0) {
+    memset(a, 1, sizeof a);
+    memset(b, 2, sizeof b);
+    memset(e, 3, sizeof e);
+    CHECK_INT(redcoll_send(c, 1, 1, a, sizeof a), REDCOLL_OK);
+    CHECK_INT(redcoll_send(c, 1, 2, b, sizeof b), REDCOLL_OK);
+    CHECK_INT(redcoll_send(d, 1, 3, e, sizeof e), REDCOLL_OK);
+    redcoll_comm_destroy(d);
+    return REDCOLL_OK; /* and the process leaves */
+  }
+  tcp_run_sleep_ms(500); /* all of it is sent, rank 0 is gone or going */
+  CHECK_INT(redcoll_recv(d, 0, 3, e, sizeof e), REDCOLL_OK);
+  CHECK_INT(redcoll_recv(c, 0, 1, a, sizeof a), REDCOLL_OK);
+  CHECK_INT(redcoll_recv(c, 0, 2, b, sizeof b), REDCOLL_OK);
+  size_t bad = 0;
+  for (size_t i = 0; i < sizeof a; i++) bad += a[i] != 1;
+  for (size_t i = 0; i < sizeof b; i++) bad += b[i] != 2;
+  for (size_t i = 0; i < sizeof e; i++) bad += e[i] != 3;
+  CHECK_INT(bad, 0);
+  redcoll_comm_destroy(d);
+  return REDCOLL_OK;
+}
+
 static int want(int argc, char **argv, const char *part) {
   return argc < 2 || strcmp(argv[1], part) == 0;
 }
@@ -310,6 +386,24 @@ int main(int argc, char **argv) {
     memset(&o, 0, sizeof o);
     o.deadline_s = 120;
     CHECK_INT(tcp_run_opts_run(4, rank_churn, sh, &o), REDCOLL_OK);
+  }
+  if (want(argc, argv, "detach")) {
+    memset(sh, 0, sizeof *sh);
+    memset(&o, 0, sizeof o);
+    o.deadline_s = 60;
+    CHECK_INT(tcp_run_opts_run(2, rank_detach, sh, &o), REDCOLL_OK);
+    CHECK_INT(sh->st[0][0], REDCOLL_ETIMEDOUT);
+    CHECK_INT(sh->st[1][0], REDCOLL_EABORTED);
+    printf("detach: the 32 MiB send returned %s after %.3f s\n", redcoll_status_name(sh->st[0][0]),
+           sh->t[0]);
+    CHECK_MSG(sh->t[0] < 0.9, "the send took %.3f s", sh->t[0]);
+  }
+  if (want(argc, argv, "bound")) {
+    memset(sh, 0, sizeof *sh);
+    memset(&o, 0, sizeof o);
+    o.deadline_s = 60;
+    o.unexpected_max = 64 << 10;
+    CHECK_INT(tcp_run_opts_run(2, rank_bound, sh, &o), REDCOLL_OK);
   }
   munmap(sh, sizeof *sh);
   return TEST_DONE();

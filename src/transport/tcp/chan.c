@@ -69,7 +69,7 @@ redcoll__tcp_umsg *redcoll__tcp_umsg_push(redcoll__tcp *t, int q, redcoll__tcp_p
   if (pc->tail != NULL) pc->tail->next = m;
   else pc->head = m;
   pc->tail = m;
-  t->peers[q].unexpected += len;
+  t->peers[q].unexpected += len + REDCOLL__TCP_UMSG_COST;
   return m;
 }
 
@@ -79,7 +79,7 @@ int redcoll__tcp_umsg_deliver(redcoll__tcp *t, int q, redcoll__tcp_pchan *pc) {
   if (m == NULL || r == NULL || m->got < m->len) return 0;
   pc->head = m->next;
   if (pc->head == NULL) pc->tail = NULL;
-  t->peers[q].unexpected -= m->len;
+  t->peers[q].unexpected -= m->len + REDCOLL__TCP_UMSG_COST;
   pc->rx = NULL;
   r->done = 1;
   if (m->tag != r->tag || m->len != r->len) {

@@ -3,6 +3,7 @@
  * to one peer (what needs it fails), and a peer's address for the
  * messages. */
 #include <stdarg.h>
+#include <stdlib.h>
 #include <stdio.h>
 
 #include "chan.h"
@@ -75,9 +76,30 @@ static void fail_sends(redcoll__tcp *t, int q, int all, uint64_t g, int status) 
   p->txq_tail = last;
 }
 
+/* A message from q still being read into pc's queue can never be whole now:
+ * it goes (and so do the bytes it counted). */
+static void drop_partial(redcoll__tcp *t, int q, redcoll__tcp_pchan *pc) {
+  redcoll__tcp_umsg *m = pc->tail;
+  if (m == NULL || m->got == m->len) return;
+  redcoll__tcp_peer *p = &t->peers[q];
+  if (p->in != NULL && p->in->sink_um == m) {
+    p->in->sink_um = NULL;
+    p->in->have_frame = 0;
+  }
+  redcoll__tcp_umsg **pp = &pc->head, *prev = NULL;
+  while (*pp != m) {
+    prev = *pp;
+    pp = &(*pp)->next;
+  }
+  *pp = NULL;
+  pc->tail = prev;
+  p->unexpected -= m->len + REDCOLL__TCP_UMSG_COST;
+  free(m);
+}
+
 /* Makes one direction (or both) of peer q unusable: pending and later
- * operations that need it fail.  Messages already kept from it can still be
- * received. */
+ * operations that need it fail.  Messages already kept whole from it can
+ * still be received. */
 void redcoll__tcp_peer_fail(redcoll__tcp *t, int q, int status, int dirs) {
   redcoll__tcp_peer *p = &t->peers[q];
   if (dirs & DIR_SEND) {
@@ -86,24 +108,37 @@ void redcoll__tcp_peer_fail(redcoll__tcp *t, int q, int status, int dirs) {
   }
   if (dirs & DIR_RECV) {
     set_err(&p->err_recv, status);
-    for (redcoll__tcp_pchan *pc = p->chans; pc != NULL; pc = pc->next)
+    for (redcoll__tcp_pchan *pc = p->chans; pc != NULL; pc = pc->next) {
+      drop_partial(t, q, pc);
       if (pc->rx != NULL) fail_recv(t, q, pc, p->err_recv);
+    }
   }
 }
 
 void redcoll__tcp_peer_lost(redcoll__tcp *t, int q, int status, int dirs, const char *fmt, ...) {
   redcoll__tcp_peer *p = &t->peers[q];
   if (!p->lost_logged) {
-    p->lost_logged = 1;
-    char msg[512], self[64];
+    char msg[sizeof p->lost_why - 24];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    redcoll__tcp_addr_str(&t->self, self, sizeof self);
-    redcoll__log(0, "tcp rank %d (%s): %s: %s", t->rank, self, msg, redcoll_strerror(status));
+    snprintf(p->lost_why, sizeof p->lost_why, "%s: %s", msg, redcoll_status_name(status));
+    /* At level error when a call waits for the peer now; otherwise when
+     * the first call meets it (redcoll__tcp_peer_why). */
+    if (redcoll__tcp_peer_waited(t, q) || p->txq != NULL) redcoll__tcp_peer_why(t, q);
+    else redcoll__log(2, "tcp rank %d: %s", t->rank, p->lost_why);
   }
   redcoll__tcp_peer_fail(t, q, status, dirs);
+}
+
+void redcoll__tcp_peer_why(redcoll__tcp *t, int q) {
+  redcoll__tcp_peer *p = &t->peers[q];
+  if (p->lost_logged || p->lost_why[0] == '\0') return;
+  p->lost_logged = 1;
+  char self[64];
+  redcoll__tcp_addr_str(&t->self, self, sizeof self);
+  redcoll__log(0, "tcp rank %d (%s): %s", t->rank, self, p->lost_why);
 }
 
 int redcoll__tcp_peer_waited(const redcoll__tcp *t, int q) {

@@ -19,6 +19,9 @@ void redcoll__tcp_peer_fail(redcoll__tcp *t, int q, int status, int dirs);
  * other channels and peers go on. */
 void redcoll__tcp_peer_lost(redcoll__tcp *t, int q, int status, int dirs, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
+/* Logs (once, at level error) why peer q was lost, if it was: for the first
+ * call that needs it. */
+void redcoll__tcp_peer_why(redcoll__tcp *t, int q);
 /* Whether a receive from peer q is posted. */
 int redcoll__tcp_peer_waited(const redcoll__tcp *t, int q);
 /* Ends every call on channel group g with status (a cancel). */

@@ -119,7 +119,14 @@ static int data_sink(redcoll__tcp *t, redcoll__tcp_conn *c) {
     r->matched = 1;
     c->sink_rx = r;
   } else {
-    if (p->unexpected > 0 && p->unexpected + f->len > t->unexpected_max) return 0;
+    /* At the bound the connection waits for receives to take some; once it
+     * has ended (lost), what is left in its buffer is all there is, and is
+     * kept. */
+    uint64_t need = f->len + REDCOLL__TCP_UMSG_COST;
+    if (p->unexpected > 0 && c->lost == 0 &&
+        (f->len > t->unexpected_max || need > t->unexpected_max - p->unexpected ||
+         p->unexpected > t->unexpected_max))
+      return 0;
     if (f->len > SIZE_MAX - sizeof(redcoll__tcp_umsg)) goto nomem;
     c->sink_um = redcoll__tcp_umsg_push(t, q, pc, f->tag, (size_t)f->len);
     if (c->sink_um == NULL) goto nomem;
@@ -127,8 +134,10 @@ static int data_sink(redcoll__tcp *t, redcoll__tcp_conn *c) {
   if (f->len == 0) payload_done(t, c);
   return 1;
 nomem:
+  /* That peer's stream cannot go on here; the others are not affected. */
   redcoll__tcp_conn_read_stop(c);
-  redcoll__tcp_set_fatal(t, REDCOLL_ENOMEM, "no memory for a message of %llu bytes from rank %d",
+  redcoll__tcp_peer_lost(t, q, REDCOLL_ENOMEM, DIR_RECV,
+                         "no memory to keep a message of %llu bytes from rank %d",
                          (unsigned long long)f->len, q);
   return 0;
 }
@@ -216,6 +225,32 @@ void redcoll__tcp_cancel_learnt(redcoll__tcp *t, const char *via, int from, uint
                     "%d (%s)", t->rank, via, from, (unsigned long long)g, st,
                  redcoll_status_name(st));
   redcoll__tcp_group_fail(t, g, REDCOLL_EABORTED);
+  redcoll__tcp_pump_all(t); /* a frame of the group waiting for room is dropped now */
+}
+
+void redcoll__tcp_pump_all(redcoll__tcp *t) {
+  for (int q = 0; q < t->size; q++)
+    if (q != t->rank && t->peers[q].in != NULL) redcoll__tcp_rx_pump(t->peers[q].in);
+}
+
+/* Peer q left after an abort (its BYE's tag in bye_tag): the directions
+ * dirs fail with REDCOLL_EABORTED and the abort as the reason. */
+static void left_after_abort(redcoll__tcp *t, int q, int dirs) {
+  uint64_t why;
+  int from = redcoll__tcp_bye_abort(t->peers[q].bye_tag, &why);
+  if (from < 0)
+    redcoll__tcp_peer_lost(t, q, REDCOLL_EABORTED, dirs, "rank %d left after its communicator broke",
+                           q);
+  else if (((why >> 32) & 0xff) == 1)
+    redcoll__tcp_peer_lost(t, q, REDCOLL_EABORTED, dirs,
+                           "rank %d left after an abort: rank %d's authentication with rank %d "
+                           "failed (not the same REDCOLL_SECRET?)",
+                           q, from, (int)(why >> 40));
+  else
+    redcoll__tcp_peer_lost(t, q, REDCOLL_EABORTED, dirs,
+                           "rank %d left after an abort: rank %d aborted with status %d (%s)", q,
+                           from, (int)(int32_t)(uint32_t)why,
+                           redcoll_status_name((int)(int32_t)(uint32_t)why));
 }
 
 /* Rank q said goodbye (BYE, redcoll__tcp_bye_tag): whether its data
@@ -225,35 +260,14 @@ static void peer_said_bye(redcoll__tcp *t, int q, uint64_t tag) {
   redcoll__tcp_peer *p = &t->peers[q];
   int has_out = (int)(tag & 1);
   p->said_bye = 1;
-  if ((tag & 2) && (has_out || p->in != NULL || !redcoll__tcp_peer_waited(t, q))) {
-    /* It left after an abort on one of its communicators (not
-     * necessarily one this rank waits on), and either its messages may
-     * still come on its connection, whose end then reports what fails, or
-     * nothing here waits for it: news only for the log. */
-    redcoll__log(2, "tcp rank %d: rank %d left after an abort", t->rank, q);
-    redcoll__tcp_peer_fail(t, q, REDCOLL_ETRANSPORT, DIR_SEND);
-    if (!has_out && p->in == NULL) redcoll__tcp_peer_fail(t, q, REDCOLL_ETRANSPORT, DIR_RECV);
-    return;
-  }
   if (tag & 2) {
-    /* It gave up after an abort (its own, sent before this BYE, or one it
-     * was told of): that is the reason to report, not its leaving. */
-    uint64_t why;
-    int from = redcoll__tcp_bye_abort(tag, &why);
-    if (from < 0) {
-      redcoll__tcp_peer_lost(t, q, REDCOLL_EABORTED, DIR_BOTH,
-                             "rank %d left after its communicator broke", q);
-    } else if (((why >> 32) & 0xff) == 1) {
-      redcoll__tcp_peer_lost(t, q, REDCOLL_EABORTED, DIR_BOTH,
-                             "rank %d left after an abort: rank %d's authentication with rank %d "
-                             "failed (not the same REDCOLL_SECRET?)",
-                             q, from, (int)(why >> 40));
-    } else {
-      int st = (int)(int32_t)(uint32_t)why;
-      redcoll__tcp_peer_lost(t, q, REDCOLL_EABORTED, DIR_BOTH,
-                             "rank %d left after an abort: rank %d aborted with status %d (%s)", q,
-                             from, st, redcoll_status_name(st));
-    }
+    /* It left after an abort (its own or one it was told of, perhaps on
+     * another communicator): the reason to report for whatever needs it,
+     * not its leaving.  Its messages still on their way are delivered
+     * first: receives fail only once its data connection ends. */
+    p->left_aborted = 1;
+    p->bye_tag = tag;
+    left_after_abort(t, q, has_out || p->in != NULL ? DIR_SEND : DIR_BOTH);
     return;
   }
   if (!has_out && p->in == NULL) {
@@ -334,7 +348,8 @@ void redcoll__tcp_conn_lost(redcoll__tcp_conn *c, int uverr) {
       redcoll__log(3, "tcp rank %d: rank %d closed its %s connection", t->rank, q,
                    c->out ? "incoming" : "outgoing");
     redcoll__tcp_conn_close(c);
-    redcoll__tcp_peer_fail(t, q, REDCOLL_ETRANSPORT, c->out ? DIR_SEND : DIR_RECV);
+    if (t->peers[q].left_aborted) left_after_abort(t, q, c->out ? DIR_SEND : DIR_RECV);
+    else redcoll__tcp_peer_fail(t, q, REDCOLL_ETRANSPORT, c->out ? DIR_SEND : DIR_RECV);
     return;
   }
   redcoll__tcp_conn_close(c);
@@ -422,7 +437,7 @@ static int rx_stuck(redcoll__tcp_conn *c) {
   size_t avail = c->rhi - c->rlo;
   if (c->discard > 0) return avail == 0;
   if (!c->have_frame) return avail < REDCOLL__TCP_HDR;
-  if (c->sink_rx == NULL && c->sink_um == NULL) return 1;
+  if (c->sink_rx == NULL && c->sink_um == NULL) return c->lost == 0;
   return avail == 0;
 }
 
@@ -490,11 +505,12 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b) {
     return;
   }
   if (n < 0) {
-    if (redcoll__tcp_buffered(c) && !rx_stuck(c)) {
-      /* The end, but frames before it wait in the buffer: deliver them
-       * first (rx_pump reports it). */
+    if (redcoll__tcp_buffered(c)) {
+      /* The end: what the buffer still holds (the messages and the BYE
+       * sent before it) is taken first, then rx_pump reports it. */
       redcoll__tcp_conn_read_stop(c);
       c->lost = (int)n;
+      redcoll__tcp_rx_pump(c);
       return;
     }
     redcoll__tcp_conn_lost(c, (int)n);

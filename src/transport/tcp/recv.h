@@ -15,6 +15,9 @@ void redcoll__tcp_recv_withdraw(redcoll__tcp *t, redcoll__tcp_recv *r);
  * `via`, "" for itself): its calls end with REDCOLL_EABORTED. */
 void redcoll__tcp_cancel_learnt(redcoll__tcp *t, const char *via, int from, uint64_t g,
                                 uint64_t why);
+/* rx_pump on every peer's incoming connection (after a change that may let
+ * a waiting frame go on: a cancel, a close). */
+void redcoll__tcp_pump_all(redcoll__tcp *t);
 /* Takes what the buffered connection c holds, then reads on. */
 void redcoll__tcp_rx_pump(redcoll__tcp_conn *c);
 /* The connection is gone (EOF or error uverr). */

@@ -3,12 +3,20 @@
  * writes before it (several threads may send to one peer); and what an
  * outgoing connection does once it is set up (its pending CANCELs or
  * messages). */
+#include <stdlib.h>
+
 #include "conn.h"
 #include "failure.h"
 #include "send.h"
 
 static void on_send_written(uv_write_t *req, int status) {
   redcoll__tcp_send *s = req->data;
+  if (s->detached) {
+    /* Its call has returned; the bytes went out from the copy. */
+    free(s->copy);
+    free(s);
+    return;
+  }
   redcoll__tcp *t = req->handle->data ? ((redcoll__tcp_conn *)req->handle->data)->t : NULL;
   s->done = 1;
   if (status == 0) {
@@ -66,6 +74,32 @@ void redcoll__tcp_send_queue(redcoll__tcp *t, redcoll__tcp_send *s) {
   s->queued = 1;
 }
 
+/* The call of s (queued: libuv is writing it) returns before the write is
+ * done: the bytes not yet written are copied, the write goes on from the
+ * copy, and s is freed by its callback.  So a timeout or a cancel on one
+ * communicator never cuts the connection the others share, and the peer
+ * gets the whole message (its communicator drops it if it is cancelled
+ * there).  This repoints the buffers libuv keeps in the request
+ * (uv_write_t's bufs from write_index on, which libuv advances as it
+ * writes; the layout of every libuv 1.x on Unix).  Returns 0, or -1
+ * without memory (s is then still the caller's). */
+int redcoll__tcp_send_detach(redcoll__tcp_send *s) {
+  uv_write_t *req = &s->req;
+  size_t n = 0;
+  for (unsigned i = req->write_index; i < req->nbufs; i++) n += req->bufs[i].len;
+  unsigned char *copy = malloc(n ? n : 1);
+  if (copy == NULL) return -1;
+  size_t off = 0;
+  for (unsigned i = req->write_index; i < req->nbufs; i++) {
+    memcpy(copy + off, req->bufs[i].base, req->bufs[i].len);
+    req->bufs[i].base = (char *)copy + off;
+    off += req->bufs[i].len;
+  }
+  s->copy = copy;
+  s->detached = 1;
+  return 0;
+}
+
 /* An outgoing connection is set up (and authenticated): use it. */
 void redcoll__tcp_out_ready(redcoll__tcp_conn *c) {
   redcoll__tcp *t = c->t;
@@ -73,10 +107,9 @@ void redcoll__tcp_out_ready(redcoll__tcp_conn *c) {
   c->ready = 1;
   p->ever = 1;
   p->probe = 0;
-  if (c->abort_after_hello == REDCOLL__TCP_RELAY_BYE) {
-    redcoll__tcp_ctl_send(c, REDCOLL__FR_BYE, redcoll__tcp_bye_tag(t, 0));
-  } else if (c->abort_after_hello) {
-    /* Made to say that this rank gave up: every communicator it cancelled. */
+  if (c->abort_after_hello || c->send_cancels) {
+    /* Made to say, or made while, this rank gave up: every communicator it
+     * cancelled. */
     for (const redcoll__tcp_group *g = t->groups; g != NULL; g = g->next)
       if (g->cancelled && g->from == t->rank)
         redcoll__tcp_ctl_send_ch(c, REDCOLL__FR_CANCEL, g->why, g->group);

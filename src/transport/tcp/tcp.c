@@ -79,7 +79,8 @@ static int explained(redcoll__tcp *t, void *arg) {
 }
 
 /* Takes back what is still pending of w, so that nothing touches the
- * caller's memory after return. */
+ * caller's memory after return; a send that libuv still writes is left to
+ * finish from a copy, and w->s is then NULL. */
 static void withdraw(redcoll__tcp *t, wait_set *w) {
   if (w->r != NULL && !w->r->done) redcoll__tcp_recv_withdraw(t, w->r);
   redcoll__tcp_send *s = w->s;
@@ -97,20 +98,19 @@ static void withdraw(redcoll__tcp *t, wait_set *w) {
     s->done = 1;
     return;
   }
-  /* libuv still holds the caller's buffer.  The peer reads every channel,
-   * so the write ends soon unless the peer is stuck: give it a second,
-   * then cut the connection, which cancels the write (its callback runs in
-   * the close pass).  The peer then sees the connection cut mid-message;
-   * if an abort of another rank is why, a connection of its own says so
-   * first (a BYE with the abort's reason). */
+  /* libuv still writes from the caller's buffer: the rest goes on from a
+   * copy (redcoll__tcp_send_detach).  Only without memory for it does this
+   * call wait for the write, and cut the connection if the peer takes
+   * nothing for a second. */
+  if (redcoll__tcp_send_detach(s) == 0) {
+    w->s = NULL; /* the write callback's now */
+    return;
+  }
   if (redcoll__tcp_progress(t, send_done, s, uv_hrtime() + 1000000000u)) return;
-  redcoll__log(1, "tcp rank %d: rank %d takes no data: its connection is cut to take back a "
-                  "send", t->rank, s->dst);
-  if (p->out != NULL && t->abort_from >= 0 && t->abort_from != t->rank)
-    redcoll__tcp_connect_to(t, s->dst, REDCOLL__TCP_RELAY_BYE, 1);
+  redcoll__log(0, "tcp rank %d: no memory to finish a send to rank %d without its caller, and "
+                  "it takes no data: its connection is cut", t->rank, s->dst);
   if (p->out != NULL) redcoll__tcp_conn_close(p->out);
-  for (int i = 0; i < 1000 && !s->done; i++) uv_run(&t->loop, UV_RUN_NOWAIT);
-  s->done = 1;
+  redcoll__tcp_progress(t, send_done, s, UINT64_MAX);
 }
 
 /* Waits until w is done.  Returns REDCOLL_OK or why it stopped; pending
@@ -162,7 +162,7 @@ static int post_send(redcoll__tcp *t, redcoll__tcp_send *s) {
   redcoll__tcp_peer *p = &t->peers[s->dst];
   /* The channel's own end (a cancel) is the better reason than a peer's. */
   int st = redcoll__tcp_chan_status(t, s->chan);
-  if (st == REDCOLL_OK) st = p->err_send;
+  if (st == REDCOLL_OK && (st = p->err_send) != REDCOLL_OK) redcoll__tcp_peer_why(t, s->dst);
   if (st != REDCOLL_OK) {
     s->done = 1;
     s->status = st;
@@ -215,6 +215,7 @@ static int post_recv(redcoll__tcp *t, redcoll__tcp_recv *r) {
   }
   if (pc->head == NULL) {
     st = p->err_recv;
+    if (st != REDCOLL_OK) redcoll__tcp_peer_why(t, r->src);
     if (st == REDCOLL_OK && redcoll__tcp_peer_has_closed(t, r->src, REDCOLL__TCP_GROUP_OF(r->chan))) {
       redcoll__log(0, "tcp rank %d: rank %d has destroyed the communicator of channel %llu, and "
                       "this rank waits for a message from it there", t->rank, r->src,
@@ -254,13 +255,16 @@ static int tcp_exchange(void *impl, const redcoll_transport_ctx *ctx,
       (sm != NULL && (sm->peer < 0 || sm->peer >= t->size || sm->peer == t->rank)) ||
       (rm != NULL && (rm->peer < 0 || rm->peer >= t->size || rm->peer == t->rank)))
     return REDCOLL_EINVAL;
-  redcoll__tcp_send s = {0};
+  /* The send lives on the heap: a call that returns before libuv has
+   * written it leaves it to the write callback (withdraw). */
+  redcoll__tcp_send *s = NULL;
   redcoll__tcp_recv r = {0};
   wait_set w = {NULL, NULL, ctx->channel};
   if (sm != NULL) {
-    s = (redcoll__tcp_send){.dst = sm->peer, .tag = sm->tag, .chan = ctx->channel,
-                            .buf = sm->buf, .len = sm->len};
-    w.s = &s;
+    if ((s = calloc(1, sizeof *s)) == NULL) return REDCOLL_ENOMEM;
+    *s = (redcoll__tcp_send){.dst = sm->peer, .tag = sm->tag, .chan = ctx->channel,
+                             .buf = sm->buf, .len = sm->len};
+    w.s = s;
   }
   if (rm != NULL) {
     r = (redcoll__tcp_recv){.src = rm->peer, .tag = rm->tag, .chan = ctx->channel,
@@ -270,7 +274,7 @@ static int tcp_exchange(void *impl, const redcoll_transport_ctx *ctx,
   pthread_mutex_lock(&t->mu);
   int rc = t->fatal;
   if (rc == REDCOLL_OK && w.r != NULL) rc = post_recv(t, &r);
-  if (rc == REDCOLL_OK && w.s != NULL) rc = post_send(t, &s);
+  if (rc == REDCOLL_OK && w.s != NULL) rc = post_send(t, s);
   if (rc != REDCOLL_OK) {
     /* What was posted is taken back. */
     withdraw(t, &w);
@@ -281,6 +285,10 @@ static int tcp_exchange(void *impl, const redcoll_transport_ctx *ctx,
     int peer = rm != NULL ? rm->peer : sm->peer;
     rc = wait_for(t, &w, what, peer, ctx->deadline_ns);
   }
+  free(w.s); /* NULL once handed to the write callback */
+  /* Posting can complete other threads' operations (a pump of kept
+   * messages): they must not wait for the leader's next turn. */
+  pthread_cond_broadcast(&t->cv);
   pthread_mutex_unlock(&t->mu);
   return rc;
 }
@@ -325,29 +333,27 @@ static void tcp_cancel(void *impl, uint64_t channel, int status) {
   redcoll__log(2, "tcp rank %d: cancelling the communicator of channel %llu (%s)", t->rank,
                (unsigned long long)g, redcoll_status_name(status));
   redcoll__tcp_group_fail(t, g, REDCOLL_EABORTED);
+  redcoll__tcp_pump_all(t); /* a frame of the group waiting for room is dropped now */
   for (int q = 0; q < t->size; q++) {
     if (q == t->rank) continue;
     redcoll__tcp_peer *p = &t->peers[q];
-    int told = 0;
-    if (p->out != NULL && p->out->ready) {
-      redcoll__tcp_ctl_send_ch(p->out, REDCOLL__FR_CANCEL, tag, g);
-      told = 1;
-      /* q may have stopped reading that connection (its bound on kept
-       * messages): it always reads its own connection to this rank, if it
-       * has one; otherwise the CANCEL also goes through a connection of
-       * its own. */
-      if (p->in == NULL) redcoll__tcp_connect_to(t, q, 1, 1);
-    } else if (p->out != NULL) {
-      p->out->abort_after_hello = 1;
-      told = 1;
-    }
     if (p->in != NULL) {
+      /* The peer's own connection to this rank, which it always reads and
+       * on which this rank sends no data: nothing is ahead of the CANCEL
+       * (on this rank's connection it could wait behind a message the peer
+       * has no room for). */
       redcoll__tcp_ctl_send_ch(p->in, REDCOLL__FR_CANCEL, tag, g);
-      told = 1;
+    } else if (p->out != NULL && p->out->ready) {
+      /* Not behind this rank's data: on a connection of its own. */
+      redcoll__tcp_connect_to(t, q, 1, 1);
+    } else if (p->out != NULL) {
+      p->out->send_cancels = 1;
+    } else if (p->err_send == REDCOLL_OK) {
+      /* A peer this rank never talked to may be waiting for its first
+       * message: tell it through a control connection (one attempt), which
+       * later messages do not wait for. */
+      redcoll__tcp_connect_to(t, q, 1, 1);
     }
-    /* A peer this rank never talked to may be waiting for its first
-     * message: tell it through a connection of its own (one attempt). */
-    if (!told && p->err_send == REDCOLL_OK) redcoll__tcp_peer_connect(t, q, 1);
   }
   pthread_cond_broadcast(&t->cv); /* the calls that just failed */
   redcoll__tcp_kick(t);
@@ -370,10 +376,16 @@ static void tcp_close(void *impl, uint64_t channel) {
   for (int q = 0; q < t->size; q++) {
     if (q == t->rank) continue;
     redcoll__tcp_peer *p = &t->peers[q];
+    redcoll__tcp_conn *in = p->in;
+    if (in != NULL && in->sink_um != NULL && REDCOLL__TCP_GROUP_OF(in->fr.chan) == g) {
+      /* A message of the group still arriving: the rest is dropped. */
+      in->discard = in->sink_um->len - in->sink_um->got;
+      in->sink_um = NULL;
+      in->have_frame = 0;
+    }
     for (redcoll__tcp_pchan **pp = &p->chans; *pp != NULL;) {
       redcoll__tcp_pchan *pc = *pp;
-      int filling = p->in != NULL && p->in->have_frame && p->in->fr.chan == pc->chan;
-      if (REDCOLL__TCP_GROUP_OF(pc->chan) != g || pc->rx != NULL || filling) {
+      if (REDCOLL__TCP_GROUP_OF(pc->chan) != g || pc->rx != NULL) {
         pp = &pc->next;
         continue;
       }
@@ -381,7 +393,7 @@ static void tcp_close(void *impl, uint64_t channel) {
       while (pc->head != NULL) {
         redcoll__tcp_umsg *m = pc->head;
         pc->head = m->next;
-        p->unexpected -= m->len;
+        p->unexpected -= m->len + REDCOLL__TCP_UMSG_COST;
         free(m);
       }
       free(pc);
@@ -394,6 +406,7 @@ static void tcp_close(void *impl, uint64_t channel) {
     if (p->in != NULL) redcoll__tcp_rx_pump(p->in); /* room among the kept again */
   }
   redcoll__tcp_kick(t);
+  pthread_cond_broadcast(&t->cv); /* receives it may have completed */
   pthread_mutex_unlock(&t->mu);
 }
 

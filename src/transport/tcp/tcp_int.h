@@ -22,13 +22,15 @@
  * communicator listens on the port of a destroyed one at once. */
 #define REDCOLL__TCP_GONE_NS 1000000000ull
 #define REDCOLL__TCP_PROBE_MS 300
-#define REDCOLL__TCP_RELAY_BYE 2
 
 /* The read buffer of an incoming connection (recv.c). */
 #define REDCOLL__TCP_RBUF 16384
 /* Bytes of messages that arrived before their receive, per peer, past
- * which its connection stops reading (redcoll_tcp_config.unexpected_max). */
+ * which its connection stops reading (redcoll_tcp_config.unexpected_max);
+ * each kept message counts REDCOLL__TCP_UMSG_COST bytes besides its
+ * payload, so that empty ones are bounded too. */
 #define REDCOLL__TCP_UNEXPECTED_MAX ((uint64_t)64 << 20)
+#define REDCOLL__TCP_UMSG_COST 64
 
 typedef struct redcoll__tcp redcoll__tcp;
 typedef struct redcoll__tcp_conn redcoll__tcp_conn;
@@ -45,9 +47,10 @@ struct redcoll__tcp_conn {
   int bye;      /* the peer said goodbye */
   int ctl_only; /* an extra incoming connection from a peer that already has
                  * one: it may carry ABORT and BYE, never data */
-  int abort_after_hello; /* opened by abort: send ABORT once connected;
-                          * REDCOLL__TCP_RELAY_BYE: send a BYE that says
-                          * which abort this rank left after */
+  int abort_after_hello; /* a control connection, opened to carry this
+                          * rank's CANCELs (sent once it is set up) */
+  int send_cancels;      /* the data connection, still connecting when this
+                          * rank cancelled: send its CANCELs once set up */
   int answered; /* out: the peer answered the HELLO with one of this job and
                  * communicator; nothing but the set-up is sent before */
   /* Authentication: the step awaited next (0: none), the rank the HELLO
@@ -94,6 +97,10 @@ typedef struct redcoll__tcp_send {
   unsigned char hdr[REDCOLL__TCP_HDR];
   uv_write_t req;
   int queued, done, status;
+  /* Taken back by its call while libuv still writes it: the bytes not yet
+   * written were copied to `copy`, and the write callback frees both. */
+  int detached;
+  unsigned char *copy;
   struct redcoll__tcp_send *next;
 } redcoll__tcp_send;
 
@@ -171,7 +178,11 @@ typedef struct redcoll__tcp_peer {
    * refuses for REDCOLL__TCP_GONE_NS) rather than at the timeout. */
   int probe;
   int ever; /* a connection with the peer was set up once: it listened */
-  int lost_logged; /* why it was lost is in the log */
+  int lost_logged; /* why it was lost is in the log at level error */
+  char lost_why[200]; /* why, for the first call that meets it */
+  /* Its BYE said it left after an abort (its tag, REDCOLL__TCP_BYE_BITS). */
+  int left_aborted;
+  uint64_t bye_tag;
 } redcoll__tcp_peer;
 
 struct redcoll__tcp {

@@ -60,11 +60,15 @@ static void abs_time(struct timespec *ts, uint64_t ns) {
 int redcoll__tcp_progress(redcoll__tcp *t, int (*done)(redcoll__tcp *, void *), void *arg,
                           uint64_t deadline_ns) {
   uint64_t spin = redcoll__spin_ns(), spin_until = spin != 0 ? uv_hrtime() + spin : 0;
+  int led = 0; /* this thread ran the loop last: the others must hear it is free */
   for (;;) {
-    if (done(t, arg)) return 1;
     uint64_t now = uv_hrtime();
-    if (now >= deadline_ns) return 0;
+    if (done(t, arg) || now >= deadline_ns) {
+      if (led) pthread_cond_broadcast(&t->cv);
+      return done(t, arg);
+    }
     if (t->leader) {
+      led = 0;
       /* A follower: the leader wakes it after every turn of the loop.  It
        * also looks again every second, which costs nothing and bounds
        * what a lost wake-up could cost. */
@@ -75,6 +79,7 @@ int redcoll__tcp_progress(redcoll__tcp *t, int (*done)(redcoll__tcp *, void *), 
       continue;
     }
     t->leader = 1;
+    led = 1;
     uv_run(&t->loop, UV_RUN_NOWAIT);
     pthread_cond_broadcast(&t->cv);
     if (done(t, arg)) break;
