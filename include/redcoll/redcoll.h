@@ -150,6 +150,9 @@ typedef enum redcoll_coll {
   REDCOLL_COLL_GATHER,
   REDCOLL_COLL_SCATTER,
   REDCOLL_COLL_BARRIER,
+  REDCOLL_COLL_SCAN,
+  REDCOLL_COLL_EXSCAN,
+  REDCOLL_COLL_EXSCAN_TOTAL,
   REDCOLL_COLL_COUNT
 } redcoll_coll;
 
@@ -176,7 +179,9 @@ REDCOLL_API int redcoll_coll_parse(const char *name, redcoll_coll *out);
   X(RING_SEQUENTIAL, "ring_sequential")                     \
   X(CIRCULANT, "circulant")                                 \
   X(CIRCULANT_RSAG, "circulant_rsag")                       \
-  X(DISSEMINATION, "dissemination")
+  X(DISSEMINATION, "dissemination")                         \
+  X(HILLIS_STEELE, "hillis_steele")                         \
+  X(TRANSPOSE, "transpose")
 
 typedef enum redcoll_algo {
 #define REDCOLL__ALGO_ENUM(name, str) REDCOLL_ALGO_##name,
@@ -483,6 +488,30 @@ REDCOLL_API int redcoll_scatter(redcoll_comm *c, const void *sendbuf, void *recv
 REDCOLL_API int redcoll_bcast(redcoll_comm *c, void *buf, size_t count, redcoll_dtype dt, int root);
 /* Returns once every rank has entered the barrier. */
 REDCOLL_API int redcoll_barrier(redcoll_comm *c);
+
+/* ---- prefix reductions (docs/algorithms/scan.md) ----------------------- */
+/* Operands combine in rank order (lower ranks on the left), so a
+ * non-commutative operator is fine with every algorithm.  Each rank's
+ * result is its own: ranks may bracket differently (floating-point prefixes
+ * need not equal a sequential left-to-right sum in the last bits), but the
+ * total of redcoll_exscan_total is computed once and is bitwise identical
+ * on every rank.  REDCOLL_IN_PLACE as sendbuf: the input is recvbuf. */
+
+/* Inclusive prefix: rank i gets v_0 (+) v_1 (+) ... (+) v_i in recvbuf. */
+REDCOLL_API int redcoll_scan(redcoll_comm *c, const void *sendbuf, void *recvbuf, size_t count,
+                             redcoll_dtype dt, const redcoll_op *op);
+/* Exclusive prefix: rank i > 0 gets v_0 (+) ... (+) v_{i-1} in recvbuf;
+ * rank 0's recvbuf is left unchanged (it must still be a valid buffer of
+ * count elements; in place it keeps v_0). */
+REDCOLL_API int redcoll_exscan(redcoll_comm *c, const void *sendbuf, void *recvbuf, size_t count,
+                               redcoll_dtype dt, const redcoll_op *op);
+/* redcoll_exscan and, in one collective, the total v_0 (+) ... (+)
+ * v_{p-1} in total on every rank, bitwise identical everywhere.  total is
+ * count elements that overlap neither sendbuf nor recvbuf (REDCOLL_EINVAL
+ * otherwise, and for REDCOLL_IN_PLACE or NULL as total). */
+REDCOLL_API int redcoll_exscan_total(redcoll_comm *c, const void *sendbuf, void *recvbuf,
+                                     void *total, size_t count, redcoll_dtype dt,
+                                     const redcoll_op *op);
 
 #ifdef __cplusplus
 }

@@ -178,6 +178,7 @@ typedef struct redcoll__call {
   size_t esize;          /* bytes per element */
   int root;
   int in_place;
+  void *total;           /* exscan_total: the total's buffer, else NULL */
 } redcoll__call;
 
 typedef int (*redcoll__algo_fn)(const redcoll__call *call);
@@ -185,11 +186,19 @@ typedef int (*redcoll__algo_fn)(const redcoll__call *call);
 /* Point-to-point with the running collective's tag.  Each returns
  * REDCOLL_OK or the transport's status; the caller must return it at once
  * (the communicator is then broken).  Sends and receives to or from the own
- * rank are not allowed. */
+ * rank are not allowed.  redcoll__sendrecv takes dst or src -1 for a side
+ * that is absent (it is then a send or a receive), and is a no-op when both
+ * are. */
 int redcoll__send(redcoll_comm *c, int dst, const void *buf, size_t len);
 int redcoll__recv(redcoll_comm *c, int src, void *buf, size_t len);
 int redcoll__sendrecv(redcoll_comm *c, int dst, const void *sbuf, size_t slen, int src, void *rbuf,
                       size_t rlen);
+
+/* Sends bytes of buf from root to every rank along a binomial tree rooted
+ * at root (algo/basic/binary_tree.c): ceil(log2 p) rounds. */
+int redcoll__bcast_binomial(redcoll_comm *c, void *buf, size_t bytes, int root);
+/* The same from root to each rank in turn (algo/basic/linear.c): p-1 rounds. */
+int redcoll__bcast_linear(redcoll_comm *c, void *buf, size_t bytes, int root);
 
 /* out = left (+) right over count elements of the call's dtype and op, and
  * charges count * esize bytes of reduction work to the transport. */
@@ -259,6 +268,9 @@ extern const redcoll__algo_entry redcoll__algos_binary_blocks[];
 extern const redcoll__algo_entry redcoll__algos_ring[];
 extern const redcoll__algo_entry redcoll__algos_circulant[];
 extern const redcoll__algo_entry redcoll__algos_rooted_linear[];
+extern const redcoll__algo_entry redcoll__algos_scan_linear[];
+extern const redcoll__algo_entry redcoll__algos_hillis_steele[];
+extern const redcoll__algo_entry redcoll__algos_transpose[];
 
 /* The row of (coll, algo), modelled-only rows included, or NULL. */
 const redcoll__algo_entry *redcoll__algo_row(redcoll_coll coll, redcoll_algo algo);

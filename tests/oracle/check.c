@@ -1,6 +1,8 @@
 /* The collective checker; see check.h. */
 #include "check.h"
 
+#include "redcoll/threads.h"
+
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -103,9 +105,14 @@ typedef struct shape {
   size_t recv_alloc;    /* elements of recvbuf to allocate (max over ranks) */
 } shape;
 
+static int is_prefix(redcoll_coll c) {
+  return c == REDCOLL_COLL_SCAN || c == REDCOLL_COLL_EXSCAN || c == REDCOLL_COLL_EXSCAN_TOTAL;
+}
+
 static int is_reduction(redcoll_coll c) {
   return c == REDCOLL_COLL_ALLREDUCE || c == REDCOLL_COLL_REDUCE ||
-         c == REDCOLL_COLL_REDUCE_SCATTER_BLOCK || c == REDCOLL_COLL_REDUCE_SCATTER;
+         c == REDCOLL_COLL_REDUCE_SCATTER_BLOCK || c == REDCOLL_COLL_REDUCE_SCATTER ||
+         is_prefix(c);
 }
 
 size_t check_elem_size(const check_case *tc) {
@@ -146,6 +153,18 @@ static int make_shape(const check_case *tc, shape *s) {
         s->ref_count = tc->count;
         s->recv_alloc = tc->count;
         break;
+      case REDCOLL_COLL_SCAN:
+      case REDCOLL_COLL_EXSCAN:
+      case REDCOLL_COLL_EXSCAN_TOTAL: {
+        /* per rank its own result; exscan_total: [exclusive | total] */
+        size_t k = tc->coll == REDCOLL_COLL_EXSCAN_TOTAL ? 2 : 1;
+        s->in_count[r] = tc->count;
+        s->out_count[r] = k * tc->count;
+        s->out_off[r] = (size_t)r * k * tc->count;
+        s->ref_count = (size_t)p * k * tc->count;
+        s->recv_alloc = k * tc->count;
+        break;
+      }
       case REDCOLL_COLL_REDUCE:
         s->in_count[r] = tc->count;
         s->out_count[r] = r == tc->root ? tc->count : 0;
@@ -323,6 +342,16 @@ static int rank_main(redcoll_comm *c, void *arg) {
     case REDCOLL_COLL_BARRIER:
       rc = redcoll_barrier(c);
       break;
+    case REDCOLL_COLL_SCAN:
+    case REDCOLL_COLL_EXSCAN:
+      if (ip) { memcpy(out, in, inb); sendbuf = REDCOLL_IN_PLACE; }
+      rc = tc->coll == REDCOLL_COLL_SCAN ? redcoll_scan(c, sendbuf, out, tc->count, s->dt, s->op)
+                                         : redcoll_exscan(c, sendbuf, out, tc->count, s->dt, s->op);
+      break;
+    case REDCOLL_COLL_EXSCAN_TOTAL:
+      if (ip) { memcpy(out, in, inb); sendbuf = REDCOLL_IN_PLACE; }
+      rc = redcoll_exscan_total(c, sendbuf, out, out + inb, tc->count, s->dt, s->op);
+      break;
     default:
       rc = REDCOLL_ENOTSUP;
       break;
@@ -342,10 +371,37 @@ static int rank_main(redcoll_comm *c, void *arg) {
   return rc;
 }
 
+/* Rank r's expected recvbuf (and total) for scan, exscan, exscan_total:
+ * sequential prefixes in rank order; rank 0's exscan recvbuf as it was
+ * before the call (the 0x5a fill, or its input in place). */
+static void prefix_reference(const check_case *tc, run_state *st, unsigned char *v) {
+  const shape *s = &st->sh;
+  size_t n = tc->count, es = s->esize, bytes = n * es;
+  int total = tc->coll == REDCOLL_COLL_EXSCAN_TOTAL, incl = tc->coll == REDCOLL_COLL_SCAN;
+  unsigned char *acc = malloc(bytes + 1), *prev = malloc(bytes + 1);
+  if (acc == NULL || prev == NULL) goto out;
+  for (int r = 0; r < tc->p; r++) {
+    unsigned char *blk = st->ref + s->out_off[r] * es;
+    fill_input(tc, s, r, v);
+    memcpy(prev, acc, bytes); /* the prefix of the ranks before r */
+    if (r == 0) memcpy(acc, v, bytes);
+    else redcoll_reduce_local(acc, acc, v, n, s->dt, s->op);
+    if (incl) memcpy(blk, acc, bytes);
+    else if (r > 0) memcpy(blk, prev, bytes);
+    else if (tc->in_place) memcpy(blk, v, bytes);
+    else memset(blk, 0x5a, bytes);
+  }
+  if (total) /* acc is the total now */
+    for (int r = 0; r < tc->p; r++) memcpy(st->ref + (s->out_off[r] + n) * es, acc, bytes);
+out:
+  free(acc);
+  free(prev);
+}
+
 static void compute_reference(const check_case *tc, run_state *st) {
   const shape *s = &st->sh;
   size_t es = s->esize, n = s->ref_count;
-  unsigned char *tmp = malloc(n * es + 1);
+  unsigned char *tmp = malloc((n > tc->count ? n : tc->count) * es + 1);
   if (tc->coll == REDCOLL_COLL_BCAST) {
     fill_input(tc, s, tc->root, st->ref);
   } else if (tc->coll == REDCOLL_COLL_SCATTER) {
@@ -357,6 +413,8 @@ static void compute_reference(const check_case *tc, run_state *st) {
       fill_input(tc, s, r, st->ref + off * es);
       off += s->in_count[r];
     }
+  } else if (is_prefix(tc->coll)) {
+    prefix_reference(tc, st, tmp);
   } else if (is_reduction(tc->coll)) {
     fill_input(tc, s, 0, st->ref);
     for (int r = 1; r < tc->p; r++) {
@@ -439,7 +497,12 @@ int check_run(const check_case *tc, check_result *res) {
   }
   compute_reference(tc, &st);
 
-  res->status = redcoll_mock_run(p, &tc->mock, rank_main, &st, stats);
+  if (tc->threads) {
+    res->status = redcoll_threads_run(p, rank_main, &st);
+    for (int r = 0; r < p; r++) stats[r].status = st.outs[r] != NULL ? REDCOLL_OK : res->status;
+  } else {
+    res->status = redcoll_mock_run(p, &tc->mock, rank_main, &st, stats);
+  }
   res->algo = st.algo0;
   for (int r = 0; r < p; r++) {
     if (stats[r].time > res->time) res->time = stats[r].time;
@@ -476,6 +539,9 @@ int check_run(const check_case *tc, check_result *res) {
         snprintf(res->error, sizeof res->error, "rank %d: result differs from the sequential sum", r);
       else if (tc->coll == REDCOLL_COLL_ALLREDUCE && r > 0 && memcmp(got, st.outs[0], n * es) != 0)
         snprintf(res->error, sizeof res->error, "rank %d: result not bitwise equal to rank 0's", r);
+      else if (tc->coll == REDCOLL_COLL_EXSCAN_TOTAL && r > 0 &&
+               memcmp(got + n / 2 * es, st.outs[0] + n / 2 * es, n / 2 * es) != 0)
+        snprintf(res->error, sizeof res->error, "rank %d: total not bitwise equal to rank 0's", r);
       continue;
     }
     if (memcmp(got, exp, n * es) != 0) {

@@ -27,7 +27,10 @@ typedef struct check_case {
   int p;
   size_t count;          /* as the API's count argument (per-rank block for
                             reduce_scatter_block, allgather, gather and
-                            scatter) */
+                            scatter; the vector for scan, exscan and
+                            exscan_total, whose results are checked per
+                            rank: rank 0's exscan recvbuf must be as it
+                            was, the total the same on every rank) */
   const size_t *counts;  /* reduce_scatter / allgatherv: p entries; NULL: count each */
   int root;
   redcoll_dtype dtype;   /* SUM and MAX only: any built-in dtype (default float64) */
@@ -37,6 +40,8 @@ typedef struct check_case {
                             sendbuf, scatter: recvbuf) */
   size_t threshold;      /* 0: the communicator's default */
   redcoll_mock_config mock;
+  int threads;           /* run on the threads transport instead of the
+                            simulator (no statistics then) */
 } check_case;
 
 typedef struct check_result {

@@ -15,6 +15,9 @@ static const redcoll__algo_entry *const families[] = {
     redcoll__algos_ring,
     redcoll__algos_circulant,
     redcoll__algos_rooted_linear,
+    redcoll__algos_scan_linear,
+    redcoll__algos_hillis_steele,
+    redcoll__algos_transpose,
 };
 
 const redcoll__algo_entry *redcoll__algo_row(redcoll_coll coll, redcoll_algo algo) {

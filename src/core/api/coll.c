@@ -115,7 +115,10 @@ enum {
   S_OUT_AT_ROOT = 1 << 5,  /* recvbuf is significant at the root only */
   S_VCOUNTS = 1 << 6,      /* blocks of counts[i] elements */
   S_ONE_BUF = 1 << 7,      /* one buffer, input at the root, output elsewhere */
-  S_NO_BUF = 1 << 8        /* no data */
+  S_NO_BUF = 1 << 8,       /* no data */
+  S_EXCLUSIVE = 1 << 9,    /* rank 0's recvbuf is left unchanged */
+  S_TOTAL = 1 << 10        /* a third buffer of one block (the total): never
+                              in place, overlapping neither of the others */
 };
 
 /* Where the in-place layout keeps the rank's own input. */
@@ -143,6 +146,9 @@ static const coll_shape shapes[REDCOLL_COLL_COUNT] = {
     [REDCOLL_COLL_GATHER] = {S_ROOTED | S_OUT_ALL | S_OUT_AT_ROOT, IP_SEND_IN_RECV},
     [REDCOLL_COLL_SCATTER] = {S_ROOTED | S_IN_ALL | S_IN_AT_ROOT, IP_RECV_IN_SEND},
     [REDCOLL_COLL_BARRIER] = {S_NO_BUF, IP_NONE},
+    [REDCOLL_COLL_SCAN] = {S_REDUCE, IP_SAME},
+    [REDCOLL_COLL_EXSCAN] = {S_REDUCE | S_EXCLUSIVE, IP_SAME},
+    [REDCOLL_COLL_EXSCAN_TOTAL] = {S_REDUCE | S_EXCLUSIVE | S_TOTAL, IP_SAME},
 };
 
 /* The arguments of any entry point.  count: the vector or block, or with
@@ -157,6 +163,7 @@ typedef struct {
   redcoll_dtype dt;
   const redcoll_op *op;
   int root;
+  void *total; /* S_TOTAL */
 } coll_args;
 
 /* Sizes in bytes of one rank's view of a call. */
@@ -260,6 +267,14 @@ static int check_buffers(const coll_args *a, redcoll__call *call, coll_sizes *z)
       call->in_place = rc;
     }
   }
+  if (s & S_TOTAL) {
+    /* One block, like the vector itself; apart from both other buffers. */
+    void *t = a->total;
+    if (t == REDCOLL_IN_PLACE || (z->out > 0 && t == NULL)) return REDCOLL_EINVAL;
+    if (ranges_meet(t, z->out, send, z->in) || ranges_meet(t, z->out, recv, z->out))
+      return REDCOLL_EINVAL;
+    call->total = t;
+  }
   call->sendbuf = send;
   call->recvbuf = recv;
   call->count = (s & S_VCOUNTS) ? z->total : a->count;
@@ -289,9 +304,13 @@ static int enter(redcoll_comm *c, const coll_args *a) {
   if (z.total == 0) return REDCOLL_OK;
   if ((rc = check_forced(&call)) != REDCOLL_OK) return rc;
   if (c->size == 1) {
-    /* One rank: its own block is the result (its offset is 0). */
+    /* One rank: its own block is the result (its offset is 0); an
+     * exclusive prefix leaves rank 0's recvbuf alone, and the total is the
+     * own block. */
+    unsigned s = shapes[a->coll].flags;
     size_t own = z.in < z.out ? z.in : z.out;
-    if (!call.in_place && own > 0) memcpy(call.recvbuf, call.sendbuf, own);
+    if (s & S_TOTAL) memcpy(call.total, call.sendbuf, own);
+    if (!call.in_place && !(s & S_EXCLUSIVE) && own > 0) memcpy(call.recvbuf, call.sendbuf, own);
     return REDCOLL_OK;
   }
   return run(&call);
@@ -357,4 +376,24 @@ REDCOLL_API int redcoll_scatter(redcoll_comm *c, const void *sendbuf, void *recv
                                 redcoll_dtype dt, int root) {
   return enter(c, &(coll_args){.coll = REDCOLL_COLL_SCATTER, .sendbuf = sendbuf,
                                .recvbuf = recvbuf, .count = count, .dt = dt, .root = root});
+}
+
+REDCOLL_API int redcoll_scan(redcoll_comm *c, const void *sendbuf, void *recvbuf, size_t count,
+                             redcoll_dtype dt, const redcoll_op *op) {
+  return enter(c, &(coll_args){.coll = REDCOLL_COLL_SCAN, .sendbuf = sendbuf, .recvbuf = recvbuf,
+                               .count = count, .dt = dt, .op = op});
+}
+
+REDCOLL_API int redcoll_exscan(redcoll_comm *c, const void *sendbuf, void *recvbuf, size_t count,
+                               redcoll_dtype dt, const redcoll_op *op) {
+  return enter(c, &(coll_args){.coll = REDCOLL_COLL_EXSCAN, .sendbuf = sendbuf,
+                               .recvbuf = recvbuf, .count = count, .dt = dt, .op = op});
+}
+
+REDCOLL_API int redcoll_exscan_total(redcoll_comm *c, const void *sendbuf, void *recvbuf,
+                                     void *total, size_t count, redcoll_dtype dt,
+                                     const redcoll_op *op) {
+  return enter(c, &(coll_args){.coll = REDCOLL_COLL_EXSCAN_TOTAL, .sendbuf = sendbuf,
+                               .recvbuf = recvbuf, .count = count, .dt = dt, .op = op,
+                               .total = total});
 }
