@@ -153,6 +153,10 @@ typedef enum redcoll_coll {
   REDCOLL_COLL_SCAN,
   REDCOLL_COLL_EXSCAN,
   REDCOLL_COLL_EXSCAN_TOTAL,
+  REDCOLL_COLL_ALLTOALL,
+  REDCOLL_COLL_ALLTOALLV,
+  REDCOLL_COLL_GATHERV,
+  REDCOLL_COLL_SCATTERV,
   REDCOLL_COLL_COUNT
 } redcoll_coll;
 
@@ -181,7 +185,9 @@ REDCOLL_API int redcoll_coll_parse(const char *name, redcoll_coll *out);
   X(CIRCULANT_RSAG, "circulant_rsag")                       \
   X(DISSEMINATION, "dissemination")                         \
   X(HILLIS_STEELE, "hillis_steele")                         \
-  X(TRANSPOSE, "transpose")
+  X(TRANSPOSE, "transpose")                                 \
+  X(BRUCK, "bruck")                                         \
+  X(PAIRWISE, "pairwise")
 
 typedef enum redcoll_algo {
 #define REDCOLL__ALGO_ENUM(name, str) REDCOLL_ALGO_##name,
@@ -512,6 +518,48 @@ REDCOLL_API int redcoll_exscan(redcoll_comm *c, const void *sendbuf, void *recvb
 REDCOLL_API int redcoll_exscan_total(redcoll_comm *c, const void *sendbuf, void *recvbuf,
                                      void *total, size_t count, redcoll_dtype dt,
                                      const redcoll_op *op);
+
+/* ---- personalised exchange (docs/algorithms/alltoall.md) -------------- */
+/* Block j (count elements) of rank i's sendbuf goes to block i of rank j's
+ * recvbuf; both buffers hold p blocks.  REDCOLL_IN_PLACE as sendbuf: the
+ * blocks to send are in recvbuf, which is overwritten. */
+REDCOLL_API int redcoll_alltoall(redcoll_comm *c, const void *sendbuf, void *recvbuf, size_t count,
+                                 redcoll_dtype dt);
+/* As redcoll_alltoall with blocks of any size at any place: rank i sends
+ * sendcounts[j] elements from sendbuf + sdispls[j] elements to rank j, and
+ * receives recvcounts[j] elements from rank j at recvbuf + rdispls[j]
+ * elements; sendcounts[j] of rank i must equal recvcounts[i] of rank j
+ * (another length is REDCOLL_EMISMATCH).  Zero counts are fine anywhere,
+ * also all of a rank's.  The four arrays have p entries.  No in-place form
+ * (REDCOLL_IN_PLACE is REDCOLL_EINVAL); the bytes spanned by the send
+ * blocks must not overlap those spanned by the receive blocks, and receive
+ * blocks must not overlap each other (not checked). */
+REDCOLL_API int redcoll_alltoallv(redcoll_comm *c, const void *sendbuf, const size_t *sendcounts,
+                                  const size_t *sdispls, void *recvbuf, const size_t *recvcounts,
+                                  const size_t *rdispls, redcoll_dtype dt);
+
+/* ---- rooted collectives with blocks of any size --------------------------- */
+/* recvcounts (gatherv) and sendcounts (scatterv) have p entries and must
+ * be passed, the same, on every rank: the binomial tree forwards the blocks
+ * of whole subtrees, so every rank needs their sizes.  displs (elements)
+ * is significant at the root only (may be NULL elsewhere): block i sits at
+ * buf + displs[i] elements; the root's blocks must not overlap each other
+ * (not checked). */
+
+/* Rank root gets rank i's sendcount elements (sendcount must equal
+ * recvcounts[i]) at recvbuf + displs[i].  recvbuf is ignored off the root.
+ * REDCOLL_IN_PLACE as sendbuf only at the root: its block is already at
+ * recvbuf + displs[root]. */
+REDCOLL_API int redcoll_gatherv(redcoll_comm *c, const void *sendbuf, size_t sendcount,
+                                void *recvbuf, const size_t *recvcounts, const size_t *displs,
+                                redcoll_dtype dt, int root);
+/* Rank i gets sendcounts[i] elements (recvcount must equal it) from the
+ * root's sendbuf + displs[i].  sendbuf is ignored off the root.
+ * REDCOLL_IN_PLACE as recvbuf (cast: (void *)REDCOLL_IN_PLACE) only at the
+ * root: its block stays in sendbuf. */
+REDCOLL_API int redcoll_scatterv(redcoll_comm *c, const void *sendbuf, const size_t *sendcounts,
+                                 const size_t *displs, void *recvbuf, size_t recvcount,
+                                 redcoll_dtype dt, int root);
 
 #ifdef __cplusplus
 }

@@ -179,6 +179,10 @@ typedef struct redcoll__call {
   int root;
   int in_place;
   void *total;           /* exscan_total: the total's buffer, else NULL */
+  /* alltoallv: counts and displs are the send side, rcounts and rdispls the
+   * receive side; gatherv and scatterv: counts (every rank) and displs
+   * (the root's; NULL elsewhere).  Elements. */
+  const size_t *displs, *rcounts, *rdispls;
 } redcoll__call;
 
 typedef int (*redcoll__algo_fn)(const redcoll__call *call);
@@ -271,6 +275,9 @@ extern const redcoll__algo_entry redcoll__algos_rooted_linear[];
 extern const redcoll__algo_entry redcoll__algos_scan_linear[];
 extern const redcoll__algo_entry redcoll__algos_hillis_steele[];
 extern const redcoll__algo_entry redcoll__algos_transpose[];
+extern const redcoll__algo_entry redcoll__algos_bruck[];
+extern const redcoll__algo_entry redcoll__algos_binomial_v[];
+extern const redcoll__algo_entry redcoll__algos_pairwise[];
 
 /* The row of (coll, algo), modelled-only rows included, or NULL. */
 const redcoll__algo_entry *redcoll__algo_row(redcoll_coll coll, redcoll_algo algo);
@@ -293,6 +300,13 @@ static inline int redcoll__floor_pow2(int p) {
   int k = 1;
   while (k * 2 <= p) k *= 2;
   return k;
+}
+/* Pairwise exchange, round k = 1 .. p-1: rank r sends to *dst and
+ * receives from *src; every ordered pair of ranks meets exactly once
+ * (alltoall's pairwise algorithm and the scan transposition). */
+static inline void redcoll__pairwise_peers(int p, int r, int k, int *dst, int *src) {
+  *dst = (r + k) % p;
+  *src = (r - k + p) % p;
 }
 /* Start of block i when n elements are split into k blocks as evenly as
  * possible, the first n % k blocks one element larger. */

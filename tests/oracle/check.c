@@ -129,6 +129,55 @@ static const redcoll_op *case_op(const check_case *tc) {
   }
 }
 
+/* ---- the layouts of the v-collectives ------------------------------------ */
+
+static int is_blocks_v(redcoll_coll c) {
+  return c == REDCOLL_COLL_ALLTOALL || c == REDCOLL_COLL_ALLTOALLV ||
+         c == REDCOLL_COLL_GATHERV || c == REDCOLL_COLL_SCATTERV;
+}
+
+/* Rank i's block for rank j in alltoallv. */
+static size_t base_count(const check_case *tc, int i, int j) {
+  size_t n = tc->count;
+  if (tc->irregular == 0) return n;
+  if (tc->irregular == 1) return (i + j) % 3 == 0 ? 0 : ((size_t)i * 7 + (size_t)j * 13) % (n + 1);
+  return j == (i * i + 1) % tc->p ? 4 * n : ((i ^ j) & 3) ? 0 : 1;
+}
+
+size_t check_pair_count(const check_case *tc, int i, int j) {
+  switch (tc->coll) {
+    case REDCOLL_COLL_ALLTOALL: return tc->count;
+    case REDCOLL_COLL_GATHERV: return base_count(tc, 0, i);  /* rank i's block */
+    case REDCOLL_COLL_SCATTERV: return base_count(tc, 0, j); /* rank j's block */
+    default: return base_count(tc, i, j);
+  }
+}
+
+/* Send side of rank i: block j (to rank j); receive side: block j (from
+ * rank j).  Irregular layouts put block p-1 first and leave a gap. */
+void check_displs(const check_case *tc, int i, int send, size_t *displs) {
+  int p = tc->p;
+  size_t off = 0, gap = tc->coll != REDCOLL_COLL_ALLTOALL && tc->irregular ? 1 : 0;
+  for (int k = 0; k < p; k++) {
+    int j = gap ? p - 1 - k : k;
+    displs[j] = off;
+    off += (send ? check_pair_count(tc, i, j) : check_pair_count(tc, j, i)) + gap;
+  }
+}
+
+/* Elements spanned by rank i's send (or receive) blocks. */
+static size_t span_of(const check_case *tc, int i, int send) {
+  size_t *d = malloc((size_t)tc->p * sizeof *d), end = 0;
+  if (d == NULL) return 0;
+  check_displs(tc, i, send, d);
+  for (int j = 0; j < tc->p; j++) {
+    size_t n = send ? check_pair_count(tc, i, j) : check_pair_count(tc, j, i);
+    if (n > 0 && d[j] + n > end) end = d[j] + n;
+  }
+  free(d);
+  return end;
+}
+
 static int make_shape(const check_case *tc, shape *s) {
   int p = tc->p;
   memset(s, 0, sizeof *s);
@@ -152,6 +201,29 @@ static int make_shape(const check_case *tc, shape *s) {
         s->out_count[r] = tc->count;
         s->ref_count = tc->count;
         s->recv_alloc = tc->count;
+        break;
+      case REDCOLL_COLL_ALLTOALL:
+      case REDCOLL_COLL_ALLTOALLV:
+        /* per rank the image of its recvbuf */
+        s->in_count[r] = span_of(tc, r, 1);
+        s->out_count[r] = span_of(tc, r, 0);
+        s->out_off[r] = s->ref_count;
+        s->ref_count += s->out_count[r];
+        if (s->out_count[r] > s->recv_alloc) s->recv_alloc = s->out_count[r];
+        break;
+      case REDCOLL_COLL_GATHERV: {
+        size_t span = span_of(tc, tc->root, 0);
+        s->in_count[r] = check_pair_count(tc, r, tc->root);
+        s->out_count[r] = r == tc->root ? span : 0;
+        s->ref_count = s->recv_alloc = span;
+        break;
+      }
+      case REDCOLL_COLL_SCATTERV:
+        s->in_count[r] = r == tc->root ? span_of(tc, tc->root, 1) : 0;
+        s->out_count[r] = check_pair_count(tc, tc->root, r);
+        s->out_off[r] = s->ref_count;
+        s->ref_count += s->out_count[r];
+        if (s->out_count[r] > s->recv_alloc) s->recv_alloc = s->out_count[r];
         break;
       case REDCOLL_COLL_SCAN:
       case REDCOLL_COLL_EXSCAN:
@@ -254,6 +326,47 @@ static int guard_ok(const unsigned char *b, size_t bytes) {
   return 1;
 }
 
+/* alltoall, alltoallv, gatherv, scatterv on rank r with the case's layout.
+ * In place: alltoall from recvbuf, gatherv with the root's block at its
+ * place in recvbuf, scatterv leaving the root's block in sendbuf (copied
+ * out for the check).  gatherv's recvcounts and scatterv's sendcounts are
+ * passed on every rank, their displacements at the root only. */
+static int call_blocks_v(redcoll_comm *c, const check_case *tc, const shape *s, int r,
+                         unsigned char *in, unsigned char *out) {
+  int p = tc->p, rc = REDCOLL_ENOMEM, ip = tc->in_place, root = tc->root, at_root = r == root;
+  size_t es = s->esize;
+  size_t *sc = malloc(4 * (size_t)p * sizeof *sc + 1);
+  if (sc == NULL) return rc;
+  size_t *sd = sc + p, *rcn = sc + 2 * p, *rd = sc + 3 * p;
+  for (int j = 0; j < p; j++) {
+    sc[j] = check_pair_count(tc, r, j);
+    rcn[j] = check_pair_count(tc, j, r);
+  }
+  check_displs(tc, r, 1, sd);
+  check_displs(tc, r, 0, rd);
+  switch (tc->coll) {
+    case REDCOLL_COLL_ALLTOALL:
+      if (ip) memcpy(out, in, s->in_count[r] * es);
+      rc = redcoll_alltoall(c, ip ? REDCOLL_IN_PLACE : in, out, tc->count, s->dt);
+      break;
+    case REDCOLL_COLL_ALLTOALLV:
+      rc = redcoll_alltoallv(c, in, sc, sd, out, rcn, rd, s->dt);
+      break;
+    case REDCOLL_COLL_GATHERV:
+      if (ip && at_root) memcpy(out + rd[root] * es, in, rcn[root] * es);
+      rc = redcoll_gatherv(c, ip && at_root ? REDCOLL_IN_PLACE : in, rcn[r], at_root ? out : NULL,
+                           rcn, at_root ? rd : NULL, s->dt, root);
+      break;
+    default:
+      rc = redcoll_scatterv(c, at_root ? in : NULL, sc, at_root ? sd : NULL,
+                            ip && at_root ? (void *)REDCOLL_IN_PLACE : out, sc[r], s->dt, root);
+      if (ip && at_root && rc == REDCOLL_OK) memcpy(out, in + sd[root] * es, sc[root] * es);
+      break;
+  }
+  free(sc);
+  return rc;
+}
+
 static int rank_main(redcoll_comm *c, void *arg) {
   run_state *st = arg;
   const check_case *tc = st->tc;
@@ -342,6 +455,12 @@ static int rank_main(redcoll_comm *c, void *arg) {
     case REDCOLL_COLL_BARRIER:
       rc = redcoll_barrier(c);
       break;
+    case REDCOLL_COLL_ALLTOALL:
+    case REDCOLL_COLL_ALLTOALLV:
+    case REDCOLL_COLL_GATHERV:
+    case REDCOLL_COLL_SCATTERV:
+      rc = call_blocks_v(c, tc, s, r, in, out);
+      break;
     case REDCOLL_COLL_SCAN:
     case REDCOLL_COLL_EXSCAN:
       if (ip) { memcpy(out, in, inb); sendbuf = REDCOLL_IN_PLACE; }
@@ -398,6 +517,42 @@ out:
   free(prev);
 }
 
+/* Element e of what rank i sends to rank j (its input at the block's
+ * displacement). */
+static void sent_elem(const check_case *tc, redcoll_dtype dt, int i, int j, size_t e, void *dst) {
+  size_t *d = malloc((size_t)tc->p * sizeof *d);
+  if (d == NULL) return;
+  check_displs(tc, i, 1, d);
+  gen_elem(tc, dt, i, d[j] + e, dst);
+  free(d);
+}
+
+/* Each rank's expected recvbuf: 0x5a where nothing lands, the blocks where
+ * their displacements put them. */
+static void blocks_reference(const check_case *tc, run_state *st) {
+  const shape *s = &st->sh;
+  size_t es = s->esize, *d = malloc((size_t)tc->p * sizeof *d);
+  if (d == NULL) return;
+  memset(st->ref, 0x5a, s->ref_count * es);
+  for (int r = 0; r < tc->p; r++) {
+    unsigned char *img = st->ref + s->out_off[r] * es;
+    if (s->out_count[r] == 0) continue;
+    if (tc->coll == REDCOLL_COLL_SCATTERV) {
+      for (size_t e = 0; e < s->out_count[r]; e++) sent_elem(tc, s->dt, tc->root, r, e, img + e * es);
+      continue;
+    }
+    check_displs(tc, r, 0, d);
+    for (int j = 0; j < tc->p; j++) {
+      size_t n = check_pair_count(tc, j, r);
+      for (size_t e = 0; e < n; e++) {
+        if (tc->coll == REDCOLL_COLL_GATHERV) gen_elem(tc, s->dt, j, e, img + (d[j] + e) * es);
+        else sent_elem(tc, s->dt, j, r, e, img + (d[j] + e) * es);
+      }
+    }
+  }
+  free(d);
+}
+
 static void compute_reference(const check_case *tc, run_state *st) {
   const shape *s = &st->sh;
   size_t es = s->esize, n = s->ref_count;
@@ -415,6 +570,8 @@ static void compute_reference(const check_case *tc, run_state *st) {
     }
   } else if (is_prefix(tc->coll)) {
     prefix_reference(tc, st, tmp);
+  } else if (is_blocks_v(tc->coll)) {
+    blocks_reference(tc, st);
   } else if (is_reduction(tc->coll)) {
     fill_input(tc, s, 0, st->ref);
     for (int r = 1; r < tc->p; r++) {

@@ -18,6 +18,9 @@ static const redcoll__algo_entry *const families[] = {
     redcoll__algos_scan_linear,
     redcoll__algos_hillis_steele,
     redcoll__algos_transpose,
+    redcoll__algos_bruck,
+    redcoll__algos_binomial_v,
+    redcoll__algos_pairwise,
 };
 
 const redcoll__algo_entry *redcoll__algo_row(redcoll_coll coll, redcoll_algo algo) {

@@ -37,11 +37,4 @@ static inline int redcoll__hs_window_needed(int p, int r, int d, int keep_last) 
   return (long)r + 2L * d < p || (keep_last && r == p - 1);
 }
 
-/* Pairwise exchange, round k = 1 .. p-1: rank r sends to *dst and
- * receives from *src; every ordered pair of ranks meets exactly once. */
-static inline void redcoll__pairwise_peers(int p, int r, int k, int *dst, int *src) {
-  *dst = (r + k) % p;
-  *src = (r - k + p) % p;
-}
-
 #endif /* REDCOLL_SCAN_H */
