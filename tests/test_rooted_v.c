@@ -5,7 +5,9 @@
  * 1, p+1 and 17 in three layouts (end to end; uneven with zeros, in reverse
  * rank order with gaps; very uneven), in place at the root and not, on the
  * simulator and on threads; the binomial tree's arithmetic; rounds and
- * volumes of docs/algorithms/rooted_v.md; the argument checks.
+ * volumes of docs/algorithms/rooted_v.md; the argument checks.  Also
+ * allgatherv_displs (every rank's image, the same layouts, in place or
+ * not) and its ring's rounds and volume.
  */
 #include "check.h"
 #include "redcoll/threads.h"
@@ -117,4 +119,22 @@ static void args(void) {
   for (int p = 1; p <= 4; p++) CHECK_INT(redcoll_mock_run(p, NULL, bad_args, NULL, NULL), REDCOLL_OK);
 }
 
-TEST_MAIN(TEST(matrix_sim), TEST(matrix_threads), TEST(tree), TEST(costs), TEST(args))
+static void allgatherv_displs(void) {
+  for (int threads = 0; threads < 2; threads++)
+    for (int p = 1; p <= 33; p++)
+      for (int x = 0; x < 6; x++) {
+        check_case tc = check_case_make(REDCOLL_COLL_ALLGATHERV_DISPLS, REDCOLL_ALGO_AUTO, p,
+                                        x < 4 ? 5 : 0, 0, CHECK_OP_SUM, x & 1);
+        tc.irregular = x / 2;
+        tc.threads = threads;
+        check_result res;
+        CHECK(check_run_report(&tc, &res));
+        if (threads || x >= 2 || p < 2) continue;
+        CHECK_INT(res.rounds, p - 1);
+        CHECK_INT(res.max_bytes_sent, (uint64_t)(p - 1) * 5 * 8);
+        CHECK_INT(res.max_bytes_recv, (uint64_t)(p - 1) * 5 * 8);
+      }
+}
+
+TEST_MAIN(TEST(matrix_sim), TEST(matrix_threads), TEST(tree), TEST(costs), TEST(args),
+          TEST(allgatherv_displs))

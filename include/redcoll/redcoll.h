@@ -79,13 +79,36 @@ typedef enum redcoll_dtype {
   REDCOLL_FLOAT32,
   REDCOLL_FLOAT64,
   REDCOLL_CUSTOM,   /* elements of the size of the user operator passed along */
+  /* Value-index pairs for REDCOLL_MINLOC and REDCOLL_MAXLOC (and data
+   * movement), laid out as the structs below: the value, then the index,
+   * with C's alignment (so REDCOLL_FLOAT64_INT32 is 16 bytes). */
+  REDCOLL_FLOAT32_INT32,
+  REDCOLL_FLOAT64_INT32,
+  REDCOLL_INT32_INT32,
+  REDCOLL_INT64_INT32,
+  REDCOLL_FLOAT32_INT64,
+  REDCOLL_FLOAT64_INT64,
+  REDCOLL_INT32_INT64,
+  REDCOLL_INT64_INT64,
   REDCOLL_DTYPE_COUNT
 } redcoll_dtype;
 
-/* Size in bytes of one element; 0 for REDCOLL_CUSTOM (the operator decides)
- * and for values out of range. */
+/* The elements of the value-index dtypes. */
+typedef struct redcoll_float32_int32 { float value; int32_t index; } redcoll_float32_int32;
+typedef struct redcoll_float64_int32 { double value; int32_t index; } redcoll_float64_int32;
+typedef struct redcoll_int32_int32 { int32_t value; int32_t index; } redcoll_int32_int32;
+typedef struct redcoll_int64_int32 { int64_t value; int32_t index; } redcoll_int64_int32;
+typedef struct redcoll_float32_int64 { float value; int64_t index; } redcoll_float32_int64;
+typedef struct redcoll_float64_int64 { double value; int64_t index; } redcoll_float64_int64;
+typedef struct redcoll_int32_int64 { int32_t value; int64_t index; } redcoll_int32_int64;
+typedef struct redcoll_int64_int64 { int64_t value; int64_t index; } redcoll_int64_int64;
+
+/* Size in bytes of one element (of the struct, for the value-index pairs);
+ * 0 for REDCOLL_CUSTOM (the operator decides) and for values out of
+ * range. */
 REDCOLL_API size_t redcoll_dtype_size(redcoll_dtype dt);
-/* "int8", ..., "float64", "custom"; NULL out of range. */
+/* "int8", ..., "float64", "custom", "float32_int32", ..., "int64_int64";
+ * NULL out of range. */
 REDCOLL_API const char *redcoll_dtype_name(redcoll_dtype dt);
 
 /* ------------------------------------------------------------------------ */
@@ -110,6 +133,12 @@ REDCOLL_API extern const redcoll_op *const REDCOLL_BXOR;
 REDCOLL_API extern const redcoll_op *const REDCOLL_LAND;
 REDCOLL_API extern const redcoll_op *const REDCOLL_LOR;
 REDCOLL_API extern const redcoll_op *const REDCOLL_LXOR;
+/* MINLOC and MAXLOC apply to the value-index dtypes only (and those take
+ * no other operator): the pair with the smaller (larger) value wins; equal
+ * values keep the lower index.  A comparison that is false both ways (a
+ * NaN) keeps the left pair, as MIN and MAX do.  Commutative. */
+REDCOLL_API extern const redcoll_op *const REDCOLL_MINLOC;
+REDCOLL_API extern const redcoll_op *const REDCOLL_MAXLOC;
 
 /* A user reduction: out[i] = left[i] (+) right[i] for i < count, elements of
  * the operator's elem_size.  out may be the same pointer as left or right
@@ -157,6 +186,7 @@ typedef enum redcoll_coll {
   REDCOLL_COLL_ALLTOALLV,
   REDCOLL_COLL_GATHERV,
   REDCOLL_COLL_SCATTERV,
+  REDCOLL_COLL_ALLGATHERV_DISPLS,
   REDCOLL_COLL_COUNT
 } redcoll_coll;
 
@@ -560,6 +590,17 @@ REDCOLL_API int redcoll_gatherv(redcoll_comm *c, const void *sendbuf, size_t sen
 REDCOLL_API int redcoll_scatterv(redcoll_comm *c, const void *sendbuf, const size_t *sendcounts,
                                  const size_t *displs, void *recvbuf, size_t recvcount,
                                  redcoll_dtype dt, int root);
+
+/* redcoll_allgatherv with the blocks anywhere in recvbuf: rank i's
+ * sendcount elements (recvcounts[i]) land at recvbuf + displs[i] elements
+ * on every rank; recvcounts and displs (p entries) are significant on every
+ * rank, and bytes between the blocks are not written.  REDCOLL_IN_PLACE as
+ * sendbuf: the rank's own block is already at recvbuf + displs[rank].
+ * (redcoll_allgatherv has no displacements and keeps its signature: this is
+ * its general form.)  Collective name "allgatherv_displs". */
+REDCOLL_API int redcoll_allgatherv_displs(redcoll_comm *c, const void *sendbuf, size_t sendcount,
+                                          void *recvbuf, const size_t *recvcounts,
+                                          const size_t *displs, redcoll_dtype dt);
 
 #ifdef __cplusplus
 }

@@ -28,6 +28,8 @@ enum redcoll__builtin_op {
   REDCOLL__OP_LAND,
   REDCOLL__OP_LOR,
   REDCOLL__OP_LXOR,
+  REDCOLL__OP_MINLOC,
+  REDCOLL__OP_MAXLOC,
   REDCOLL__OP_COUNT,
   REDCOLL__OP_USER = 0xff
 };
@@ -52,6 +54,16 @@ void redcoll__kernel_apply(redcoll_dtype dt, const redcoll_op *op, void *out, co
                            const void *right, size_t count);
 /* Element size of dt, or of the user op for REDCOLL_CUSTOM. */
 size_t redcoll__elem_size(redcoll_dtype dt, const redcoll_op *op);
+
+/* The value-index pairs (kernels/loc.c): 1 if dt is one of them. */
+int redcoll__is_loc_dtype(redcoll_dtype dt);
+/* REDCOLL_OK if (dt, op) is a pair dtype with MINLOC or MAXLOC; EINVAL if
+ * only one side is; 1 if neither (for the scalar kernels to decide). */
+int redcoll__loc_check(redcoll_dtype dt, const redcoll_op *op);
+/* MINLOC or MAXLOC over count pairs of dt; out may equal left or right;
+ * any alignment. */
+void redcoll__loc_apply(redcoll_dtype dt, int op_id, void *out, const void *left,
+                        const void *right, size_t count);
 
 /* Conversions, round to nearest even, NaN stays NaN (quiet). */
 float redcoll__f16_to_f32(uint16_t h);
@@ -277,6 +289,7 @@ extern const redcoll__algo_entry redcoll__algos_hillis_steele[];
 extern const redcoll__algo_entry redcoll__algos_transpose[];
 extern const redcoll__algo_entry redcoll__algos_bruck[];
 extern const redcoll__algo_entry redcoll__algos_binomial_v[];
+extern const redcoll__algo_entry redcoll__algos_ring_v[];
 extern const redcoll__algo_entry redcoll__algos_pairwise[];
 
 /* The row of (coll, algo), modelled-only rows included, or NULL. */

@@ -133,7 +133,8 @@ static const redcoll_op *case_op(const check_case *tc) {
 
 static int is_blocks_v(redcoll_coll c) {
   return c == REDCOLL_COLL_ALLTOALL || c == REDCOLL_COLL_ALLTOALLV ||
-         c == REDCOLL_COLL_GATHERV || c == REDCOLL_COLL_SCATTERV;
+         c == REDCOLL_COLL_GATHERV || c == REDCOLL_COLL_SCATTERV ||
+         c == REDCOLL_COLL_ALLGATHERV_DISPLS;
 }
 
 /* Rank i's block for rank j in alltoallv. */
@@ -147,7 +148,8 @@ static size_t base_count(const check_case *tc, int i, int j) {
 size_t check_pair_count(const check_case *tc, int i, int j) {
   switch (tc->coll) {
     case REDCOLL_COLL_ALLTOALL: return tc->count;
-    case REDCOLL_COLL_GATHERV: return base_count(tc, 0, i);  /* rank i's block */
+    case REDCOLL_COLL_GATHERV:
+    case REDCOLL_COLL_ALLGATHERV_DISPLS: return base_count(tc, 0, i); /* rank i's block */
     case REDCOLL_COLL_SCATTERV: return base_count(tc, 0, j); /* rank j's block */
     default: return base_count(tc, i, j);
   }
@@ -204,8 +206,10 @@ static int make_shape(const check_case *tc, shape *s) {
         break;
       case REDCOLL_COLL_ALLTOALL:
       case REDCOLL_COLL_ALLTOALLV:
+      case REDCOLL_COLL_ALLGATHERV_DISPLS:
         /* per rank the image of its recvbuf */
-        s->in_count[r] = span_of(tc, r, 1);
+        s->in_count[r] = tc->coll == REDCOLL_COLL_ALLGATHERV_DISPLS ? check_pair_count(tc, r, 0)
+                                                                  : span_of(tc, r, 1);
         s->out_count[r] = span_of(tc, r, 0);
         s->out_off[r] = s->ref_count;
         s->ref_count += s->out_count[r];
@@ -352,6 +356,10 @@ static int call_blocks_v(redcoll_comm *c, const check_case *tc, const shape *s, 
     case REDCOLL_COLL_ALLTOALLV:
       rc = redcoll_alltoallv(c, in, sc, sd, out, rcn, rd, s->dt);
       break;
+    case REDCOLL_COLL_ALLGATHERV_DISPLS:
+      if (ip) memcpy(out + rd[r] * es, in, rcn[r] * es);
+      rc = redcoll_allgatherv_displs(c, ip ? REDCOLL_IN_PLACE : in, rcn[r], out, rcn, rd, s->dt);
+      break;
     case REDCOLL_COLL_GATHERV:
       if (ip && at_root) memcpy(out + rd[root] * es, in, rcn[root] * es);
       rc = redcoll_gatherv(c, ip && at_root ? REDCOLL_IN_PLACE : in, rcn[r], at_root ? out : NULL,
@@ -459,6 +467,7 @@ static int rank_main(redcoll_comm *c, void *arg) {
     case REDCOLL_COLL_ALLTOALLV:
     case REDCOLL_COLL_GATHERV:
     case REDCOLL_COLL_SCATTERV:
+    case REDCOLL_COLL_ALLGATHERV_DISPLS:
       rc = call_blocks_v(c, tc, s, r, in, out);
       break;
     case REDCOLL_COLL_SCAN:
@@ -545,7 +554,8 @@ static void blocks_reference(const check_case *tc, run_state *st) {
     for (int j = 0; j < tc->p; j++) {
       size_t n = check_pair_count(tc, j, r);
       for (size_t e = 0; e < n; e++) {
-        if (tc->coll == REDCOLL_COLL_GATHERV) gen_elem(tc, s->dt, j, e, img + (d[j] + e) * es);
+        if (tc->coll == REDCOLL_COLL_GATHERV || tc->coll == REDCOLL_COLL_ALLGATHERV_DISPLS)
+          gen_elem(tc, s->dt, j, e, img + (d[j] + e) * es);
         else sent_elem(tc, s->dt, j, r, e, img + (d[j] + e) * es);
       }
     }

@@ -20,6 +20,7 @@ static const redcoll__algo_entry *const families[] = {
     redcoll__algos_transpose,
     redcoll__algos_bruck,
     redcoll__algos_binomial_v,
+    redcoll__algos_ring_v,
     redcoll__algos_pairwise,
 };
 

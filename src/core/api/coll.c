@@ -119,9 +119,10 @@ enum {
   S_EXCLUSIVE = 1 << 9,    /* rank 0's recvbuf is left unchanged */
   S_TOTAL = 1 << 10,       /* a third buffer of one block (the total): never
                               in place, overlapping neither of the others */
-  S_DISPLS = 1 << 11,      /* with S_VCOUNTS: the root's blocks sit at
-                              displs[i] (significant at the root only), and
-                              the rank's own count is passed as well */
+  S_DISPLS = 1 << 11,      /* with S_VCOUNTS: block i of the buffer of all
+                              blocks sits at displs[i] (significant at the
+                              root only if rooted), and the rank's own
+                              count is passed as well */
   S_PAIRS = 1 << 12        /* alltoallv: counts and displacements for both
                               buffers; a rank's data is never "nothing to
                               do" for all (its peers may still send) */
@@ -161,6 +162,7 @@ static const coll_shape shapes[REDCOLL_COLL_COUNT] = {
                               IP_SEND_IN_RECV},
     [REDCOLL_COLL_SCATTERV] = {S_ROOTED | S_IN_ALL | S_IN_AT_ROOT | S_VCOUNTS | S_DISPLS,
                                IP_RECV_IN_SEND},
+    [REDCOLL_COLL_ALLGATHERV_DISPLS] = {S_OUT_ALL | S_VCOUNTS | S_DISPLS, IP_SEND_IN_RECV},
 };
 
 /* The arguments of any entry point.  count: the vector or block, or with
@@ -231,7 +233,7 @@ static int measure(const coll_args *a, const redcoll__call *call, unsigned s, co
     before = (size_t)c->rank * block;
   }
   size_t span = all; /* elements the buffer of all blocks spans */
-  if ((s & S_DISPLS) && c->rank == a->root) {
+  if ((s & S_DISPLS) && (!(s & S_ROOTED) || c->rank == a->root)) {
     /* the root's layout: block i where displs[i] puts it */
     if ((span = extent(a->counts, a->displs, c->size)) == SIZE_MAX) return REDCOLL_EINVAL;
     before = a->displs[c->rank];
@@ -336,10 +338,9 @@ static int check_buffers(const coll_args *a, redcoll__call *call, coll_sizes *z)
  * input keeps it to where its output wants it (unless in place). */
 static int own_block_v(const redcoll__call *call) {
   size_t es = call->esize, n = call->counts[0];
-  size_t from = call->coll == REDCOLL_COLL_SCATTERV ? call->displs[0] : 0;
-  size_t to = call->coll == REDCOLL_COLL_ALLTOALLV ? call->rdispls[0]
-              : call->coll == REDCOLL_COLL_GATHERV ? call->displs[0] : 0;
-  if (call->coll == REDCOLL_COLL_ALLTOALLV) from = call->displs[0];
+  int a2a = call->coll == REDCOLL_COLL_ALLTOALLV, scatter = call->coll == REDCOLL_COLL_SCATTERV;
+  size_t from = a2a || scatter ? call->displs[0] : 0;
+  size_t to = a2a ? call->rdispls[0] : scatter ? 0 : call->displs[0];
   if (!call->in_place && n > 0)
     memcpy((char *)call->recvbuf + to * es, (const char *)call->sendbuf + from * es, n * es);
   return REDCOLL_OK;
@@ -489,4 +490,12 @@ REDCOLL_API int redcoll_scatterv(redcoll_comm *c, const void *sendbuf, const siz
   return enter(c, &(coll_args){.coll = REDCOLL_COLL_SCATTERV, .sendbuf = sendbuf,
                                .recvbuf = recvbuf, .count = recvcount, .counts = sendcounts,
                                .displs = displs, .dt = dt, .root = root});
+}
+
+REDCOLL_API int redcoll_allgatherv_displs(redcoll_comm *c, const void *sendbuf, size_t sendcount,
+                                          void *recvbuf, const size_t *recvcounts,
+                                          const size_t *displs, redcoll_dtype dt) {
+  return enter(c, &(coll_args){.coll = REDCOLL_COLL_ALLGATHERV_DISPLS, .sendbuf = sendbuf,
+                               .recvbuf = recvbuf, .count = sendcount, .counts = recvcounts,
+                               .displs = displs, .dt = dt});
 }
