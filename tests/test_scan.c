@@ -9,6 +9,7 @@
 #include "check.h"
 #include "redcoll/threads.h"
 #include "test.h"
+#include "algo/scan/scan.h"
 
 static const redcoll_coll colls[] = {REDCOLL_COLL_SCAN, REDCOLL_COLL_EXSCAN,
                                      REDCOLL_COLL_EXSCAN_TOTAL};
@@ -112,6 +113,50 @@ static void auto_choice(void) {
   }
 }
 
+/* The schedules' arithmetic: after the doubling round at distance d rank
+ * r's window covers ranks max(0, r - 2d + 1) .. r, a window is kept up to
+ * date whenever it is sent later, sends and receives pair up, and pairwise
+ * exchange meets every ordered pair of ranks once. */
+static void schedules(void) {
+  static int lo[300], nlo[300], seen[300][300];
+  for (int p = 1; p <= 300; p++) {
+    for (int r = 0; r < p; r++) lo[r] = r;
+    int stale[300] = {0};
+    for (int d = 1; d < p; d <<= 1) {
+      for (int r = 0; r < p; r++) {
+        int dst, src;
+        redcoll__hs_peers(p, r, d, &dst, &src);
+        if (dst >= 0) {
+          int s2, d2;
+          redcoll__hs_peers(p, dst, d, &d2, &s2);
+          CHECK_INT(s2, r);
+          CHECK(!stale[r]); /* a window sent is up to date */
+        }
+        nlo[r] = src >= 0 ? lo[src] : lo[r];
+      }
+      for (int r = 0; r < p; r++) {
+        lo[r] = nlo[r];
+        CHECK_INT(lo[r], r - 2 * d + 1 > 0 ? r - 2 * d + 1 : 0);
+        if (r - d >= 0 && !redcoll__hs_window_needed(p, r, d, 1)) stale[r] = 1;
+      }
+    }
+    for (int r = 0; r < p; r++) CHECK_INT(lo[r], 0);
+    CHECK(!stale[p - 1]); /* the last window is the total */
+    memset(seen, 0, sizeof seen);
+    for (int k = 1; k < p; k++)
+      for (int r = 0; r < p; r++) {
+        int dst, src;
+        redcoll__pairwise_peers(p, r, k, &dst, &src);
+        seen[r][dst]++;
+        int d2, s2;
+        redcoll__pairwise_peers(p, dst, k, &d2, &s2);
+        CHECK_INT(s2, r);
+      }
+    for (int r = 0; r < p; r++)
+      for (int j = 0; j < p; j++) CHECK_INT(seen[r][j], r != j);
+  }
+}
+
 /* Argument checks: nothing is sent, every rank returns EINVAL alike. */
 static int bad_args(redcoll_comm *c, void *arg) {
   (void)arg;
@@ -140,4 +185,4 @@ static void args(void) {
 }
 
 TEST_MAIN(TEST(matrix_sim), TEST(matrix_threads), TEST(totals_identical), TEST(costs),
-          TEST(auto_choice), TEST(args))
+          TEST(auto_choice), TEST(schedules), TEST(args))
