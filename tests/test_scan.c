@@ -184,5 +184,47 @@ static void args(void) {
   CHECK_INT(redcoll_threads_run(3, bad_args, NULL), REDCOLL_OK);
 }
 
+/* On communicators split from the world (odd and even ranks, in reverse
+ * order by key), every algorithm: rank i of the part gets the prefix of its
+ * part's ranks before it, and the part's total. */
+static int split_rank(redcoll_comm *c, void *arg) {
+  (void)arg;
+  int me = redcoll_comm_rank(c), bad = 0, rc;
+  redcoll_comm *part = NULL;
+  if ((rc = redcoll_comm_split(c, me % 2, -me, &part)) != REDCOLL_OK) return rc;
+  int n = redcoll_comm_size(part), pr = redcoll_comm_rank(part);
+  for (size_t ai = 1; ai < N_OF(algos); ai++) {
+    redcoll_comm_set_algorithm(part, REDCOLL_COLL_EXSCAN_TOTAL, algos[ai]);
+    int64_t v[5], ex[5] = {-1, -1, -1, -1, -1}, tot[5];
+    for (int i = 0; i < 5; i++) v[i] = me * 10 + i;
+    if ((rc = redcoll_exscan_total(part, v, ex, tot, 5, REDCOLL_INT64, REDCOLL_SUM)) != REDCOLL_OK) break;
+    /* part rank j is world rank: the members of me's parity, largest first */
+    int64_t want_ex[5] = {0}, want_tot[5] = {0};
+    for (int j = 0; j < n; j++) {
+      int world = 0;
+      for (int w = redcoll_comm_size(c) - 1, k = 0; w >= 0; w--)
+        if (w % 2 == me % 2 && k++ == j) world = w;
+      for (int i = 0; i < 5; i++) {
+        if (j < pr) want_ex[i] += world * 10 + i;
+        want_tot[i] += world * 10 + i;
+      }
+    }
+    for (int i = 0; i < 5; i++) {
+      bad |= tot[i] != want_tot[i];
+      bad |= pr > 0 ? ex[i] != want_ex[i] : ex[i] != -1;
+    }
+  }
+  redcoll_comm_destroy(part);
+  if (rc != REDCOLL_OK) return rc;
+  return bad ? REDCOLL_EPROTO : REDCOLL_OK;
+}
+
+static void subcomms(void) {
+  for (int p = 1; p <= 13; p += 3) {
+    CHECK_INT(redcoll_threads_run(p, split_rank, NULL), REDCOLL_OK);
+    CHECK_INT(redcoll_mock_run(p, NULL, split_rank, NULL, NULL), REDCOLL_OK);
+  }
+}
+
 TEST_MAIN(TEST(matrix_sim), TEST(matrix_threads), TEST(totals_identical), TEST(costs),
-          TEST(auto_choice), TEST(schedules), TEST(args))
+          TEST(auto_choice), TEST(schedules), TEST(subcomms), TEST(args))
