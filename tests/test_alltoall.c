@@ -102,6 +102,8 @@ static int bad_args(redcoll_comm *c, void *arg) {
   bad |= redcoll_alltoallv(c, REDCOLL_IN_PLACE, cnt, dsp, r, cnt, dsp, REDCOLL_FLOAT64) != REDCOLL_EINVAL;
   bad |= redcoll_alltoallv(c, s, cnt, dsp, s, cnt, dsp, REDCOLL_FLOAT64) != REDCOLL_EINVAL;
   bad |= redcoll_alltoallv(c, s, NULL, dsp, r, cnt, dsp, REDCOLL_FLOAT64) != REDCOLL_EINVAL;
+  size_t two[4] = {2, 2, 2, 2}; /* the own block sent as 1, received as 2 */
+  bad |= redcoll_alltoallv(c, s, cnt, dsp, r, two, dsp, REDCOLL_FLOAT64) != REDCOLL_EINVAL;
   bad |= redcoll_alltoallv(c, s, cnt, dsp, r, cnt, NULL, REDCOLL_FLOAT64) != REDCOLL_EINVAL;
   if (p == 4) bad |= redcoll_alltoallv(c, s, cnt, far, r, cnt, dsp, REDCOLL_FLOAT64) != REDCOLL_EINVAL;
   bad |= redcoll_alltoall(c, s, s + 1, 2, REDCOLL_FLOAT64) != REDCOLL_EINVAL;

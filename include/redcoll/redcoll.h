@@ -559,7 +559,8 @@ REDCOLL_API int redcoll_alltoall(redcoll_comm *c, const void *sendbuf, void *rec
  * sendcounts[j] elements from sendbuf + sdispls[j] elements to rank j, and
  * receives recvcounts[j] elements from rank j at recvbuf + rdispls[j]
  * elements; sendcounts[j] of rank i must equal recvcounts[i] of rank j
- * (another length is REDCOLL_EMISMATCH).  Zero counts are fine anywhere,
+ * (another length is REDCOLL_EMISMATCH; for i = j, which the rank can
+ * check itself, REDCOLL_EINVAL).  Zero counts are fine anywhere,
  * also all of a rank's.  The four arrays have p entries.  No in-place form
  * (REDCOLL_IN_PLACE is REDCOLL_EINVAL); the bytes spanned by the send
  * blocks must not overlap those spanned by the receive blocks, and receive

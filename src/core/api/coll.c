@@ -209,6 +209,8 @@ static int measure(const coll_args *a, const redcoll__call *call, unsigned s, co
   if (s & S_PAIRS) {
     size_t in = extent(a->counts, a->displs, c->size), out = extent(a->rcounts, a->rdispls, c->size);
     if (in == SIZE_MAX || out == SIZE_MAX) return REDCOLL_EINVAL;
+    /* the own block is sent and received by this rank alone */
+    if (a->counts[c->rank] != a->rcounts[c->rank]) return REDCOLL_EINVAL;
     z->in = mul_sat(in, es);
     z->out = mul_sat(out, es);
     if (z->in == SIZE_MAX || z->out == SIZE_MAX) return REDCOLL_EINVAL;
