@@ -11,6 +11,9 @@ usage: scripts/sim_sweep.py [--sim PATH] [--jobs N] COMMAND [ARGS]
   rabenseifner correct [A-B] [--all-roots-upto N] [ALGO...]
   elimination [--p A-B] [--count N] [--roots all|few] [--only ...] [--algos ...]
   select [--coll C,...] [--p LIST] [--sizes LIST] ...   AUTO against the best
+  colls [A-B]                                      scan, alltoall, rooted-v rounds
+                                                   and volumes (docs/algorithms/
+                                                   scan.md, alltoall.md, rooted_v.md)
 """
 import argparse
 import json
@@ -903,6 +906,176 @@ def select(argv):
     return 0 if worst[0] <= args.limit else 1
 
 
+# ---- scan, alltoall, gatherv / scatterv / allgatherv_displs -------------------------
+
+COLLS = """Rounds and volumes of the prefix, personalised-exchange and irregular
+rooted collectives, for every p in A..B (default 1-300), against the
+formulas of docs/algorithms/scan.md, alltoall.md and rooted_v.md: every
+line must be ok (results verified), its rounds (alpha = 1) exact, and the
+most bytes any rank sends and receives exact.  float64 sum; scan count
+1000 (blocks of the transposition uneven for most p), alltoall count 3,
+alltoallv, gatherv, scatterv and allgatherv_displs count 5 with blocks end
+to end and (rounds at most the formula) the uneven layouts of
+tests/oracle (--irregular 1, 2), gatherv and scatterv with root p/3."""
+
+SCAN_N, A2A_N, V_N, E = 1000, 3, 5, 8
+
+
+def blk_lens(n, p):
+    """Block lengths (elements) of n cut into p blocks as evenly as possible."""
+    q, r = divmod(n, p)
+    return [q + (1 if i < r else 0) for i in range(p)]
+
+
+def binom_children(p, root, r):
+    """Children of rank r in the binomial tree rooted at root (ranks)."""
+    v = (r - root) % p
+    low = v & -v if v else 1 << ceil_log2(p)
+    out, m = [], 1
+    while m < low and v + m < p:
+        out.append((v + m + root) % p)
+        m <<= 1
+    return out
+
+
+def scan_expect(coll, algo, p):
+    """(rounds, max bytes sent, max bytes received) of docs/algorithms/scan.md."""
+    q, m = ceil_log2(p), SCAN_N * E
+    total, incl = coll == 'exscan_total', coll == 'scan'
+    if p == 1:
+        return 0, 0, 0
+    if algo == 'linear':
+        return ((2 if total else 1) * (p - 1), (p - 1) * m if total else m,
+                2 * m if total and p > 2 else m)
+    if algo == 'hillis_steele':
+        # rank r sends at the distances d with r + d < p, receives at d <= r;
+        # exscan_total: a binomial broadcast from rank p-1 after that
+        sent = [sum(1 for k in range(q) if r + (1 << k) < p) for r in range(p)]
+        recv = [sum(1 for k in range(q) if (1 << k) <= r) for r in range(p)]
+        if total:
+            for r in range(p):
+                sent[r] += len(binom_children(p, p - 1, r))
+                recv[r] += r != p - 1
+        return (2 if total else 1) * q, max(sent) * m, max(recv) * m
+    # transpose: phase 1 sends the other blocks, receives p-1 pieces of the
+    # own block; phase 3 sends the own block's prefix (and total) pieces,
+    # receives the prefix (and total) blocks of the others
+    L = [x * E for x in blk_lens(SCAN_N, p)]
+    sent, recv = [], []
+    for r in range(p):
+        k3 = p - 1 if incl else (p - 1 if r == 0 else p - 2)  # prefix pieces sent
+        sent.append(m - L[r] + k3 * L[r] + (total and (p - 1) * L[r]))
+        back = 0 if (not incl and r == 0) else m - L[r]
+        recv.append((p - 1) * L[r] + back + (total and m - L[r]))
+    return 2 * (p - 1), max(sent), max(recv)
+
+
+def base_count(irr, p, i, j, n):
+    """tests/oracle/check.c base_count: rank i's block for rank j."""
+    if irr == 0:
+        return n
+    if irr == 1:
+        return 0 if (i + j) % 3 == 0 else (i * 7 + j * 13) % (n + 1)
+    return 4 * n if j == (i * i + 1) % p else (0 if (i ^ j) & 3 else 1)
+
+
+def blocks_expect(coll, algo, p, irr):
+    """(rounds, max sent, max received, rounds exact) of alltoall.md and rooted_v.md."""
+    q = ceil_log2(p)
+    if p == 1:
+        return 0, 0, 0, True
+    if coll == 'alltoall':
+        B = A2A_N * E
+        if algo == 'bruck':
+            moving = [sum(1 for i in range(p) if (i >> k) & 1) for k in range(q)]
+            return q, sum(moving) * B, sum(moving) * B, True
+        return p - 1, (p - 1) * B, (p - 1) * B, True
+    if coll == 'alltoallv':
+        c = [[base_count(irr, p, i, j, V_N) for j in range(p)] for i in range(p)]
+        sent = max(sum(c[i][j] for j in range(p) if j != i) for i in range(p))
+        recv = max(sum(c[i][j] for i in range(p) if i != j) for j in range(p))
+        return p - 1, sent * E, recv * E, irr == 0
+    n = [base_count(irr, p, 0, k, V_N) for k in range(p)]
+    if coll == 'allgatherv_displs':
+        # rank r sends every block but that of r + 1, receives all but its own
+        return (p - 1, max(sum(n) - n[(r + 1) % p] for r in range(p)) * E,
+                max(sum(n) - n[r] for r in range(p)) * E, irr == 0)
+    root = p // 3
+    vol = (sum(n) - n[root]) * E
+    rounds = q if algo == 'binary_tree' else p - 1
+    if coll == 'gatherv':
+        sub = 0
+        if algo == 'binary_tree':  # the largest subtree a non-root rank sends
+            for r in range(p):
+                if r != root:
+                    v = (r - root) % p
+                    end = min(v + (v & -v), p)
+                    sub = max(sub, sum(n[(u + root) % p] for u in range(v, end)))
+        else:
+            sub = max(n[r] for r in range(p) if r != root)
+        return rounds, sub * E, vol, irr == 0
+    sub = 0
+    if algo == 'binary_tree':
+        for r in range(p):
+            if r != root:
+                v = (r - root) % p
+                end = min(v + (v & -v), p)
+                sub = max(sub, sum(n[(u + root) % p] for u in range(v, end)))
+    else:
+        sub = max(n[r] for r in range(p) if r != root)
+    return rounds, vol, sub * E, irr == 0
+
+
+def colls(argv):
+    ap = argparse.ArgumentParser(prog='sim_sweep.py colls', description=COLLS, formatter_class=RAW)
+    ap.add_argument('range', nargs='?')
+    a = ap.parse_args(argv)
+    lo, hi = prange(a.range, '1-300')
+    ps = list(range(lo, hi + 1))
+    runs = [(c, al, ['--count', SCAN_N], 0) for c in ('scan', 'exscan', 'exscan_total')
+            for al in ('linear', 'hillis_steele', 'transpose')]
+    runs += [('alltoall', al, ['--count', A2A_N], 0) for al in ('bruck', 'pairwise')]
+    for irr in (0, 1, 2):
+        runs += [('alltoallv', 'pairwise', ['--count', V_N, '--irregular', irr], irr),
+                 ('allgatherv_displs', 'ring', ['--count', V_N, '--irregular', irr], irr)]
+        runs += [(c, al, ['--count', V_N, '--irregular', irr], irr)
+                 for c in ('gatherv', 'scatterv') for al in ('binary_tree', 'linear')]
+    tasks = [(c, al, args, irr, ps[i:i + 50]) for c, al, args, irr in runs
+             for i in range(0, len(ps), 50)]
+
+    def run(t):
+        coll, algo, args, irr, chunk = t
+        if coll in ('gatherv', 'scatterv'):
+            lines = []
+            for p in chunk:  # root p/3 differs per p
+                lines += simlib.run(['--coll', coll, '--algo', algo, '--p', p, '--root', p // 3]
+                                    + args)
+        else:
+            lines = simlib.run(['--coll', coll, '--algo', algo, '--p', simlib.compact(chunk)] + args)
+        bad = 0
+        for l in lines:
+            p = l['p']
+            if coll.startswith(('scan', 'exscan')):
+                want = scan_expect(coll, algo, p) + (True,)
+            else:
+                want = blocks_expect(coll, algo, p, irr)
+            r_ok = l['rounds'] == want[0] if want[3] else l['rounds'] <= want[0]
+            if not (l['ok'] and r_ok and l['max_bytes_sent'] == want[1]
+                    and l['max_bytes_recv'] == want[2]):
+                bad += 1
+                print('DIFF %s/%s p=%d irregular=%d: rounds %d sent %d recv %d, want %s %s'
+                      % (coll, algo, p, irr, l['rounds'], l['max_bytes_sent'],
+                         l['max_bytes_recv'], want[:3], l.get('error', '')), flush=True)
+        return len(lines), bad
+
+    res = list(simlib.pmap(run, tasks))
+    n, bad = sum(r[0] for r in res), sum(r[1] for r in res)
+    print('colls p=%d..%d: %d runs (%d collective/algorithm/layout), %d differences'
+          % (lo, hi, n, len(runs), bad))
+    return 1 if bad else 0
+
+
 if __name__ == '__main__':
     sys.exit(simlib.main(__doc__, {'circulant': circulant, 'rabenseifner': rabenseifner,
-                                   'elimination': elimination, 'select': select}))
+                                   'elimination': elimination, 'select': select,
+                                   'colls': colls}))

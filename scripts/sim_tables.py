@@ -21,6 +21,11 @@ usage: scripts/sim_tables.py [--sim PATH] [--jobs N] COMMAND [ARGS]
   graphs [DIR]    docs/algorithms/graphs/: the communication graph of every
                   allreduce algorithm for p = 5, 6, 7, 11, 13 and of every other
                   collective's algorithms for p = 7 (count 8)
+  colls [DIR]     the same graphs (p = 7, count 8; --irregular 1 for the
+                  v-collectives, root 2 for gatherv and scatterv) for scan,
+                  exscan, exscan_total, alltoall, alltoallv, gatherv, scatterv
+                  and allgatherv_displs (docs/algorithms/scan.md, alltoall.md,
+                  rooted_v.md)
 doc writes between the page's markers; graphs need Graphviz (apt-get install
 graphviz).  The sweeps that check these pages are scripts/sim_sweep.py.
 """
@@ -608,16 +613,18 @@ def overview(argv):
                   {'doc': os.path.join(DOCS, 'README.md')})
 
 
-def graphs(argv):
+def graphs(argv, draws=None, extra=lambda coll: []):
     out = argv[0] if argv else os.path.join(DOCS, 'graphs')
     os.makedirs(out, exist_ok=True)
-    draws = [('allreduce', a, p) for a in simlib.algorithms('allreduce') for p in (5, 6, 7, 11, 13)]
-    draws += [(c, a, 7) for c in ('reduce', 'reduce_scatter_block', 'allgather', 'bcast',
-                                  'gather', 'scatter', 'barrier') for a in simlib.algorithms(c)]
+    if draws is None:
+        draws = [('allreduce', a, p) for a in simlib.algorithms('allreduce')
+                 for p in (5, 6, 7, 11, 13)]
+        draws += [(c, a, 7) for c in ('reduce', 'reduce_scatter_block', 'allgather', 'bcast',
+                                      'gather', 'scatter', 'barrier') for a in simlib.algorithms(c)]
     for coll, algo, p in draws:
         f = os.path.join(out, '%s-%s-p%d' % (coll, algo, p))
         lines = simlib.run(['--coll', coll, '--algo', algo, '--p', p, '--count', 8,
-                            '--op', 'sum', '--dot', f + '.dot'], must=False)
+                            '--op', 'sum', '--dot', f + '.dot'] + extra(coll), must=False)
         if lines and lines[0]['ok']:
             simlib.render(f + '.dot', f + '.svg')
             print(f + '.svg')
@@ -625,7 +632,18 @@ def graphs(argv):
             os.remove(f + '.dot')
 
 
+def colls_graphs(argv):
+    new = ('scan', 'exscan', 'exscan_total', 'alltoall', 'alltoallv', 'gatherv', 'scatterv',
+           'allgatherv_displs')
+    draws = [(c, a, 7) for c in new for a in simlib.algorithms(c)]
+
+    def extra(coll):
+        irr = ['--irregular', 1] if coll in new[4:] else []
+        return irr + (['--root', 2] if coll in ('gatherv', 'scatterv') else [])
+    return graphs(argv, draws, extra)
+
+
 if __name__ == '__main__':
     sys.exit(simlib.main(__doc__ + ELIMINATION, {
         'circulant': circulant, 'elimination': elimination, 'rabenseifner': rabenseifner,
-        'overview': overview, 'graphs': graphs}))
+        'overview': overview, 'graphs': graphs, 'colls': colls_graphs}))

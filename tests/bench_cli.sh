@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # redcoll-bench: REDCOLL_ALGO_<COLL> from the environment is what runs when
 # --algo is not given (it used to be overridden by AUTO), --algo wins over
-# it, and the half-precision dtypes run with their results checked.
+# it, the half-precision dtypes run with their results checked, and scan,
+# exscan, exscan_total and alltoall run with every algorithm.
 set -u
 bench=$1
 fail=0
@@ -17,6 +18,13 @@ for dt in f16 bf16; do
   [ "$(echo "$out" | wc -l)" -ge 40 ] || die "$dt: too few lines: $out"
   out=$(run --dtype "$dt" --coll reduce_scatter_block) || die "$dt reduce_scatter_block: exit $?"
 done
+# the prefix collectives and alltoall, every algorithm, results checked
+for coll in scan exscan exscan_total alltoall; do
+  out=$(run --coll "$coll" --algo all) || die "$coll: exit $?"
+  [ "$(echo "$out" | grep -c "^redcoll,$coll,3,")" -ge 8 ] || die "$coll: too few lines: $out"
+done
+out=$(REDCOLL_ALGO_SCAN=transpose run --coll scan) || die "REDCOLL_ALGO_SCAN: exit $?"
+[ "$(echo "$out" | cut -d, -f9 | sort -u)" = "transpose" ] || die "REDCOLL_ALGO_SCAN=transpose ran: $out"
 run --dtype f8 > /dev/null 2>&1 && die "an unknown dtype was accepted"
 [ $fail -eq 0 ] && echo "bench_cli: ok"
 exit $fail

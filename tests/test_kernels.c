@@ -378,12 +378,14 @@ out:
 static const redcoll_op *builtin(int id) {
   const redcoll_op *ops[REDCOLL__OP_COUNT] = {REDCOLL_SUM,  REDCOLL_PROD, REDCOLL_MIN,  REDCOLL_MAX,
                                               REDCOLL_BAND, REDCOLL_BOR,  REDCOLL_BXOR, REDCOLL_LAND,
-                                              REDCOLL_LOR,  REDCOLL_LXOR};
+                                              REDCOLL_LOR,  REDCOLL_LXOR, REDCOLL_MINLOC,
+                                              REDCOLL_MAXLOC};
   return ops[id];
 }
 
+/* (MINLOC and MAXLOC with the value-index dtypes: test_loc.c) */
 static int pair_valid(redcoll_dtype dt, int opid) {
-  if (dt == REDCOLL_CUSTOM) return 0;
+  if (dt == REDCOLL_CUSTOM || opid == REDCOLL__OP_MINLOC || opid == REDCOLL__OP_MAXLOC) return 0;
   return opid <= REDCOLL__OP_MAX || is_int(dt);
 }
 
@@ -666,13 +668,21 @@ static void test_user_op(void) {
 static void test_ops_and_dtypes(void) {
   static const char *names[] = {"int8",   "uint8",   "int16",    "uint16",  "int32",
                                 "uint32", "int64",   "uint64",   "float16", "bfloat16",
-                                "float32", "float64", "custom"};
-  static const size_t sizes[] = {1, 1, 2, 2, 4, 4, 8, 8, 2, 2, 4, 8, 0};
+                                "float32", "float64", "custom", "float32_int32",
+                                "float64_int32", "int32_int32", "int64_int32", "float32_int64",
+                                "float64_int64", "int32_int64", "int64_int64"};
+  static const size_t sizes[] = {1, 1, 2, 2, 4, 4, 8, 8, 2, 2, 4, 8, 0, 8, 16, 8, 16, 16, 16, 16, 16};
   for (int d = 0; d < REDCOLL_DTYPE_COUNT; d++) {
     CHECK(redcoll_dtype_name((redcoll_dtype)d) != NULL &&
           strcmp(redcoll_dtype_name((redcoll_dtype)d), names[d]) == 0);
     CHECK_INT(redcoll_dtype_size((redcoll_dtype)d), sizes[d]);
     if (d != REDCOLL_CUSTOM) CHECK_INT(redcoll__elem_size((redcoll_dtype)d, REDCOLL_SUM), sizes[d]);
+    if (d > REDCOLL_CUSTOM) { /* value-index pairs: MINLOC and MAXLOC only */
+      CHECK_INT(redcoll__kernel_check((redcoll_dtype)d, REDCOLL_MINLOC), REDCOLL_OK);
+      CHECK_INT(redcoll__kernel_check((redcoll_dtype)d, REDCOLL_MAXLOC), REDCOLL_OK);
+      CHECK_INT(redcoll__kernel_check((redcoll_dtype)d, REDCOLL_SUM), REDCOLL_EINVAL);
+      CHECK_INT(redcoll__kernel_check((redcoll_dtype)d, REDCOLL_MIN), REDCOLL_EINVAL);
+    }
   }
   CHECK(redcoll_dtype_name(REDCOLL_DTYPE_COUNT) == NULL);
   CHECK(redcoll_dtype_name((redcoll_dtype)-1) == NULL);

@@ -72,7 +72,9 @@ static void usage(FILE *f) {
           "                     [--algo auto|NAME|all] [--sizes MIN:MAX] [--factor F]\n"
           "                     [--iters N] [--warmup N] [--dtype f32|f64|f16|bf16|i32|i64] [--dup]\n"
           "                     [--no-header]\n"
-          "  COLL: allreduce (default), reduce, reduce_scatter_block, allgather, bcast\n"
+          "  COLL: allreduce (default), reduce, reduce_scatter_block, allgather, bcast,\n"
+          "        scan, exscan, exscan_total, alltoall (sizes: the whole vector; for\n"
+          "        alltoall what one rank sends, p blocks)\n"
           "  sizes in bytes with an optional K, M or G suffix; default 8:16M, factor 8\n"
           "  under redcoll-run (REDCOLL_RANK set) the transport is tcp, else threads\n");
 }
@@ -178,24 +180,27 @@ static int64_t get(const void *buf, redcoll_dtype dt, size_t i) {
 
 /* Elements per rank's call for a size in bytes: count for the vector
  * collectives, the per-rank block for the blocked ones. */
+static int blocked(redcoll_coll coll) {
+  return coll == REDCOLL_COLL_REDUCE_SCATTER_BLOCK || coll == REDCOLL_COLL_ALLGATHER ||
+         coll == REDCOLL_COLL_ALLTOALL;
+}
+
 static size_t count_for(const bench_opts *o, int p, size_t bytes) {
   size_t n = bytes / redcoll_dtype_size(o->dt);
-  if (o->coll == REDCOLL_COLL_REDUCE_SCATTER_BLOCK || o->coll == REDCOLL_COLL_ALLGATHER)
-    n /= (size_t)p;
+  if (blocked(o->coll)) n /= (size_t)p;
   return n;
 }
 
 static size_t total_elems(const bench_opts *o, int p, size_t count) {
-  if (o->coll == REDCOLL_COLL_REDUCE_SCATTER_BLOCK || o->coll == REDCOLL_COLL_ALLGATHER)
-    return count * (size_t)p;
-  return count;
+  return blocked(o->coll) ? count * (size_t)p : count;
 }
 
 static double bus_factor(redcoll_coll coll, int p) {
   switch (coll) {
   case REDCOLL_COLL_ALLREDUCE: return 2.0 * (p - 1) / p;
   case REDCOLL_COLL_REDUCE_SCATTER_BLOCK:
-  case REDCOLL_COLL_ALLGATHER: return (double)(p - 1) / p;
+  case REDCOLL_COLL_ALLGATHER:
+  case REDCOLL_COLL_ALLTOALL: return (double)(p - 1) / p;
   default: return 1.0;
   }
 }
@@ -210,6 +215,7 @@ typedef struct bufs {
 static void fill_inputs(const bench_opts *o, int me, int p, size_t count, bufs *b) {
   switch (o->coll) {
   case REDCOLL_COLL_REDUCE_SCATTER_BLOCK:
+  case REDCOLL_COLL_ALLTOALL:
     for (size_t i = 0; i < count * (size_t)p; i++) put(b->send, o->dt, i, val(me, i));
     break;
   case REDCOLL_COLL_BCAST:
@@ -233,6 +239,15 @@ static int run_coll(redcoll_comm *c, const bench_opts *o, size_t count, bufs *b)
     return redcoll_allgather(c, b->send, b->recv, count, o->dt);
   case REDCOLL_COLL_BCAST:
     return redcoll_bcast(c, b->recv, count, o->dt, 0);
+  case REDCOLL_COLL_SCAN:
+    return redcoll_scan(c, b->send, b->recv, count, o->dt, REDCOLL_SUM);
+  case REDCOLL_COLL_EXSCAN:
+    return redcoll_exscan(c, b->send, b->recv, count, o->dt, REDCOLL_SUM);
+  case REDCOLL_COLL_EXSCAN_TOTAL: /* the total behind the prefix in recv */
+    return redcoll_exscan_total(c, b->send, b->recv, (char *)b->recv + count * redcoll_dtype_size(o->dt),
+                                count, o->dt, REDCOLL_SUM);
+  case REDCOLL_COLL_ALLTOALL:
+    return redcoll_alltoall(c, b->send, b->recv, count, o->dt);
   default:
     return REDCOLL_ENOTSUP;
   }
@@ -260,6 +275,20 @@ static size_t check(const bench_opts *o, int me, int p, size_t count, const bufs
     break;
   case REDCOLL_COLL_BCAST:
     for (size_t i = 0; i < count; i++) bad += get(b->recv, o->dt, i) != val(0, i);
+    break;
+  case REDCOLL_COLL_SCAN:
+    for (size_t i = 0; i < count; i++) bad += get(b->recv, o->dt, i) != sum_val(me + 1, i);
+    break;
+  case REDCOLL_COLL_EXSCAN:
+  case REDCOLL_COLL_EXSCAN_TOTAL:
+    for (size_t i = 0; me > 0 && i < count; i++) bad += get(b->recv, o->dt, i) != sum_val(me, i);
+    if (o->coll == REDCOLL_COLL_EXSCAN_TOTAL)
+      for (size_t i = 0; i < count; i++) bad += get(b->recv, o->dt, count + i) != sum_val(p, i);
+    break;
+  case REDCOLL_COLL_ALLTOALL:
+    for (int q = 0; q < p; q++)
+      for (size_t i = 0; i < count; i++)
+        bad += get(b->recv, o->dt, (size_t)q * count + i) != val(q, (size_t)me * count + i);
     break;
   default:
     break;
@@ -348,7 +377,7 @@ static int rank_body(redcoll_comm *c, bench_state *st) {
   size_t es = redcoll_dtype_size(o->dt);
   size_t maxcount = count_for(o, p, o->max_bytes);
   size_t elems = total_elems(o, p, maxcount) + 1;
-  bufs b = {malloc(elems * es), malloc(elems * es)};
+  bufs b = {malloc(elems * es), malloc(2 * elems * es)}; /* recv: room for exscan_total's total */
   double *times = malloc((size_t)o->iters * sizeof *times);
   double *all = malloc((size_t)o->iters * sizeof *all);
   int rc = REDCOLL_OK;
@@ -358,7 +387,7 @@ static int rank_body(redcoll_comm *c, bench_state *st) {
   }
   /* Touch every page now, not in the first timed call. */
   memset(b.send, 1, elems * es);
-  memset(b.recv, 1, elems * es);
+  memset(b.recv, 1, 2 * elems * es);
   if (me == 0 && o->header) {
     printf("impl,coll,p,bytes,median_us,p99_us,algbw_GBps,busbw_GBps,algo\n");
     fflush(stdout);
@@ -428,7 +457,9 @@ int main(int argc, char **argv) {
       bad = redcoll_coll_parse(v, &o.coll) != REDCOLL_OK;
       if (!bad && o.coll != REDCOLL_COLL_ALLREDUCE && o.coll != REDCOLL_COLL_REDUCE &&
           o.coll != REDCOLL_COLL_REDUCE_SCATTER_BLOCK && o.coll != REDCOLL_COLL_ALLGATHER &&
-          o.coll != REDCOLL_COLL_BCAST)
+          o.coll != REDCOLL_COLL_BCAST && o.coll != REDCOLL_COLL_SCAN &&
+          o.coll != REDCOLL_COLL_EXSCAN && o.coll != REDCOLL_COLL_EXSCAN_TOTAL &&
+          o.coll != REDCOLL_COLL_ALLTOALL)
         bad = 1;
     } else if (strcmp(a, "--algo") == 0) {
       if (strcmp(v, "all") == 0) o.all_algos = 1;
@@ -473,7 +504,8 @@ int main(int argc, char **argv) {
     i++;
   }
   g_dt = o.dt;
-  if (half(o.dt) && o.np > 64 && o.coll != REDCOLL_COLL_BCAST && o.coll != REDCOLL_COLL_ALLGATHER) {
+  if (half(o.dt) && o.np > 64 && o.coll != REDCOLL_COLL_BCAST && o.coll != REDCOLL_COLL_ALLGATHER &&
+      o.coll != REDCOLL_COLL_ALLTOALL) {
     fprintf(stderr, "redcoll-bench: half-precision sums are checked exactly up to 64 ranks\n");
     return 2;
   }

@@ -17,7 +17,8 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: redcoll-sim --coll C --algo A --p LIST --count LIST [options]\n"
           "  --coll     allreduce reduce reduce_scatter_block reduce_scatter allgather\n"
-          "             allgatherv bcast gather scatter barrier\n"
+          "             allgatherv bcast gather scatter barrier scan exscan\n"
+          "             exscan_total alltoall alltoallv gatherv scatterv\n"
           "  --algo     an algorithm name (see docs/algorithms), auto, or all (every\n"
           "             algorithm of the collective that applies: with --op noncomm\n"
           "             not those that need a commutative operator, with --op\n"
@@ -32,6 +33,9 @@ static void usage(FILE *f) {
           "             (x 1024, 1024^2, 1024^3).  --p 2-16,32,64  --count 8-16M:x8\n"
           "             Lines come for each p, then each count, algorithm and root.\n"
           "  --counts   c0,c1,...  per-rank blocks (reduce_scatter, allgatherv)\n"
+          "  --irregular 0|1|2  alltoallv, gatherv, scatterv: blocks of count\n"
+          "             elements end to end (0), uneven with zeros and gaps (1),\n"
+          "             very uneven (2); see tests/oracle/check.h\n"
           "  --dtype    int8 uint8 int16 uint16 int32 uint32 int64 uint64 f16 bf16\n"
           "             f32 f64 (also the long names float64, ...); default f64\n"
           "  --op       sum | max | noncomm (2x2 matrix product mod 65521) |\n"
@@ -347,6 +351,9 @@ int main(int argc, char **argv) {
       }
       free(copy);
       have_count = 1;
+    } else if (strcmp(a, "--irregular") == 0) {
+      bad = parse_u64(val, &v) || v > 2;
+      tc.irregular = (int)v;
     } else if (strcmp(a, "--dtype") == 0) {
       bad = parse_dtype(val, &tc.dtype);
     } else if (strcmp(a, "--op") == 0) {

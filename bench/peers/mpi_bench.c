@@ -1,8 +1,8 @@
 /*
- * mpi_bench: MPI_Allreduce / MPI_Reduce timed the way redcoll-bench times
+ * mpi_bench: MPI_Allreduce / MPI_Reduce / MPI_Scan timed the way redcoll-bench times
  * redcoll, for the side-by-side comparison of bench/peers/run.py.
  *
- *   mpirun -n P mpi_bench [--coll allreduce|reduce] [--sizes MIN:MAX] [--factor F]
+ *   mpirun -n P mpi_bench [--coll allreduce|reduce|scan] [--sizes MIN:MAX] [--factor F]
  *                         [--iters N] [--warmup N] [--impl NAME] [--no-header]
  *
  * float32 SUM, out of place (sendbuf -> recvbuf), root 0 for reduce.  For
@@ -28,7 +28,7 @@
 #include <string.h>
 
 typedef struct {
-  int reduce; /* 0 allreduce, 1 reduce */
+  int reduce; /* 0 allreduce, 1 reduce, 2 scan (inclusive, MPI_Scan) */
   size_t min_bytes, max_bytes, factor;
   int iters, warmup, header;
   const char *impl;
@@ -61,6 +61,7 @@ static int parse_opts(int argc, char **argv, opts *o) {
     if (strcmp(a, "--coll") == 0) {
       if (strcmp(v, "allreduce") == 0) o->reduce = 0;
       else if (strcmp(v, "reduce") == 0) o->reduce = 1;
+      else if (strcmp(v, "scan") == 0) o->reduce = 2;
       else return -1;
     } else if (strcmp(a, "--sizes") == 0) {
       char buf[64];
@@ -108,7 +109,7 @@ int main(int argc, char **argv) {
   opts o;
   if (parse_opts(argc, argv, &o) != 0) {
     if (me == 0)
-      fprintf(stderr, "usage: mpi_bench [--coll allreduce|reduce] [--sizes MIN:MAX] [--factor F]\n"
+      fprintf(stderr, "usage: mpi_bench [--coll allreduce|reduce|scan] [--sizes MIN:MAX] [--factor F]\n"
                       "                 [--iters N] [--warmup N] [--impl NAME] [--no-header]\n");
     MPI_Finalize();
     return 2;
@@ -132,16 +133,19 @@ int main(int argc, char **argv) {
     for (int it = 0; it < n; it++) {
       MPI_Barrier(MPI_COMM_WORLD);
       double t0 = MPI_Wtime();
-      if (o.reduce)
+      if (o.reduce == 2)
+        MPI_Scan(send, recv, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+      else if (o.reduce)
         MPI_Reduce(send, recv, count, MPI_FLOAT, MPI_SUM, 0, MPI_COMM_WORLD);
       else
         MPI_Allreduce(send, recv, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
       double t = MPI_Wtime() - t0;
       if (it == 0) {
         long bad = 0, anybad = 0;
-        if (!o.reduce || me == 0)
+        long q = o.reduce == 2 ? me + 1 : p; /* the ranks summed here */
+        if (o.reduce != 1 || me == 0)
           for (int i = 0; i < count; i++)
-            bad += recv[i] != (float)((long)p * (p + 1) / 2 + (long)p * (i % 13));
+            bad += recv[i] != (float)(q * (q + 1) / 2 + q * (i % 13));
         MPI_Allreduce(&bad, &anybad, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
         if (anybad) {
           if (me == 0) fprintf(stderr, "mpi_bench: %zu bytes: %ld wrong elements\n", bytes, anybad);
@@ -156,10 +160,11 @@ int main(int argc, char **argv) {
       qsort(all, (size_t)o.iters, sizeof *all, cmp_double);
       double med = o.iters % 2 ? all[o.iters / 2] : (all[o.iters / 2 - 1] + all[o.iters / 2]) / 2;
       double algbw = med > 0 ? (double)bytes / med * 1e-9 : 0;
+      static const char *const names[] = {"allreduce", "reduce", "scan"};
+      static const char *const calls[] = {"MPI_Allreduce", "MPI_Reduce", "MPI_Scan"};
       double bus = o.reduce ? 1.0 : 2.0 * (p - 1) / p;
-      printf("%s,%s,%d,%zu,%.2f,%.2f,%.4f,%.4f,%s\n", o.impl, o.reduce ? "reduce" : "allreduce", p,
-             bytes, med * 1e6, quantile(all, o.iters, 0.99) * 1e6, algbw, algbw * bus,
-             o.reduce ? "MPI_Reduce" : "MPI_Allreduce");
+      printf("%s,%s,%d,%zu,%.2f,%.2f,%.4f,%.4f,%s\n", o.impl, names[o.reduce], p, bytes, med * 1e6,
+             quantile(all, o.iters, 0.99) * 1e6, algbw, algbw * bus, calls[o.reduce]);
       fflush(stdout);
     }
     if (bytes > o.max_bytes / o.factor) break;

@@ -23,7 +23,8 @@ to the kernel.  The threads implementation is one process and is not bound.
 All of them time float32 SUM the same way: every iteration after a barrier, an
 iteration's time is the slowest rank's, median and p99 over the iterations,
 the first result checked.  Gloo has only allreduce here (the issue compares
-its two allreduce algorithms); reduce compares redcoll with MPI_Reduce.
+its two allreduce algorithms); reduce compares redcoll with MPI_Reduce, scan
+(--colls scan) with MPI_Scan.
 
 The script installs the Debian packages it needs when they are missing
 (apt-get, as root), builds the peer programs with mpicc and g++ into OUT (they

@@ -79,13 +79,36 @@ typedef enum redcoll_dtype {
   REDCOLL_FLOAT32,
   REDCOLL_FLOAT64,
   REDCOLL_CUSTOM,   /* elements of the size of the user operator passed along */
+  /* Value-index pairs for REDCOLL_MINLOC and REDCOLL_MAXLOC (and data
+   * movement), laid out as the structs below: the value, then the index,
+   * with C's alignment (so REDCOLL_FLOAT64_INT32 is 16 bytes). */
+  REDCOLL_FLOAT32_INT32,
+  REDCOLL_FLOAT64_INT32,
+  REDCOLL_INT32_INT32,
+  REDCOLL_INT64_INT32,
+  REDCOLL_FLOAT32_INT64,
+  REDCOLL_FLOAT64_INT64,
+  REDCOLL_INT32_INT64,
+  REDCOLL_INT64_INT64,
   REDCOLL_DTYPE_COUNT
 } redcoll_dtype;
 
-/* Size in bytes of one element; 0 for REDCOLL_CUSTOM (the operator decides)
- * and for values out of range. */
+/* The elements of the value-index dtypes. */
+typedef struct redcoll_float32_int32 { float value; int32_t index; } redcoll_float32_int32;
+typedef struct redcoll_float64_int32 { double value; int32_t index; } redcoll_float64_int32;
+typedef struct redcoll_int32_int32 { int32_t value; int32_t index; } redcoll_int32_int32;
+typedef struct redcoll_int64_int32 { int64_t value; int32_t index; } redcoll_int64_int32;
+typedef struct redcoll_float32_int64 { float value; int64_t index; } redcoll_float32_int64;
+typedef struct redcoll_float64_int64 { double value; int64_t index; } redcoll_float64_int64;
+typedef struct redcoll_int32_int64 { int32_t value; int64_t index; } redcoll_int32_int64;
+typedef struct redcoll_int64_int64 { int64_t value; int64_t index; } redcoll_int64_int64;
+
+/* Size in bytes of one element (of the struct, for the value-index pairs);
+ * 0 for REDCOLL_CUSTOM (the operator decides) and for values out of
+ * range. */
 REDCOLL_API size_t redcoll_dtype_size(redcoll_dtype dt);
-/* "int8", ..., "float64", "custom"; NULL out of range. */
+/* "int8", ..., "float64", "custom", "float32_int32", ..., "int64_int64";
+ * NULL out of range. */
 REDCOLL_API const char *redcoll_dtype_name(redcoll_dtype dt);
 
 /* ------------------------------------------------------------------------ */
@@ -110,6 +133,12 @@ REDCOLL_API extern const redcoll_op *const REDCOLL_BXOR;
 REDCOLL_API extern const redcoll_op *const REDCOLL_LAND;
 REDCOLL_API extern const redcoll_op *const REDCOLL_LOR;
 REDCOLL_API extern const redcoll_op *const REDCOLL_LXOR;
+/* MINLOC and MAXLOC apply to the value-index dtypes only (and those take
+ * no other operator): the pair with the smaller (larger) value wins; equal
+ * values keep the lower index.  A comparison that is false both ways (a
+ * NaN) keeps the left pair, as MIN and MAX do.  Commutative. */
+REDCOLL_API extern const redcoll_op *const REDCOLL_MINLOC;
+REDCOLL_API extern const redcoll_op *const REDCOLL_MAXLOC;
 
 /* A user reduction: out[i] = left[i] (+) right[i] for i < count, elements of
  * the operator's elem_size.  out may be the same pointer as left or right
@@ -150,6 +179,14 @@ typedef enum redcoll_coll {
   REDCOLL_COLL_GATHER,
   REDCOLL_COLL_SCATTER,
   REDCOLL_COLL_BARRIER,
+  REDCOLL_COLL_SCAN,
+  REDCOLL_COLL_EXSCAN,
+  REDCOLL_COLL_EXSCAN_TOTAL,
+  REDCOLL_COLL_ALLTOALL,
+  REDCOLL_COLL_ALLTOALLV,
+  REDCOLL_COLL_GATHERV,
+  REDCOLL_COLL_SCATTERV,
+  REDCOLL_COLL_ALLGATHERV_DISPLS,
   REDCOLL_COLL_COUNT
 } redcoll_coll;
 
@@ -176,7 +213,11 @@ REDCOLL_API int redcoll_coll_parse(const char *name, redcoll_coll *out);
   X(RING_SEQUENTIAL, "ring_sequential")                     \
   X(CIRCULANT, "circulant")                                 \
   X(CIRCULANT_RSAG, "circulant_rsag")                       \
-  X(DISSEMINATION, "dissemination")
+  X(DISSEMINATION, "dissemination")                         \
+  X(HILLIS_STEELE, "hillis_steele")                         \
+  X(TRANSPOSE, "transpose")                                 \
+  X(BRUCK, "bruck")                                         \
+  X(PAIRWISE, "pairwise")
 
 typedef enum redcoll_algo {
 #define REDCOLL__ALGO_ENUM(name, str) REDCOLL_ALGO_##name,
@@ -483,6 +524,84 @@ REDCOLL_API int redcoll_scatter(redcoll_comm *c, const void *sendbuf, void *recv
 REDCOLL_API int redcoll_bcast(redcoll_comm *c, void *buf, size_t count, redcoll_dtype dt, int root);
 /* Returns once every rank has entered the barrier. */
 REDCOLL_API int redcoll_barrier(redcoll_comm *c);
+
+/* ---- prefix reductions (docs/algorithms/scan.md) ----------------------- */
+/* Operands combine in rank order (lower ranks on the left), so a
+ * non-commutative operator is fine with every algorithm.  Each rank's
+ * result is its own: ranks may bracket differently (floating-point prefixes
+ * need not equal a sequential left-to-right sum in the last bits), but the
+ * total of redcoll_exscan_total is computed once and is bitwise identical
+ * on every rank.  REDCOLL_IN_PLACE as sendbuf: the input is recvbuf. */
+
+/* Inclusive prefix: rank i gets v_0 (+) v_1 (+) ... (+) v_i in recvbuf. */
+REDCOLL_API int redcoll_scan(redcoll_comm *c, const void *sendbuf, void *recvbuf, size_t count,
+                             redcoll_dtype dt, const redcoll_op *op);
+/* Exclusive prefix: rank i > 0 gets v_0 (+) ... (+) v_{i-1} in recvbuf;
+ * rank 0's recvbuf is left unchanged (it must still be a valid buffer of
+ * count elements; in place it keeps v_0). */
+REDCOLL_API int redcoll_exscan(redcoll_comm *c, const void *sendbuf, void *recvbuf, size_t count,
+                               redcoll_dtype dt, const redcoll_op *op);
+/* redcoll_exscan and, in one collective, the total v_0 (+) ... (+)
+ * v_{p-1} in total on every rank, bitwise identical everywhere.  total is
+ * count elements that overlap neither sendbuf nor recvbuf (REDCOLL_EINVAL
+ * otherwise, and for REDCOLL_IN_PLACE or NULL as total). */
+REDCOLL_API int redcoll_exscan_total(redcoll_comm *c, const void *sendbuf, void *recvbuf,
+                                     void *total, size_t count, redcoll_dtype dt,
+                                     const redcoll_op *op);
+
+/* ---- personalised exchange (docs/algorithms/alltoall.md) -------------- */
+/* Block j (count elements) of rank i's sendbuf goes to block i of rank j's
+ * recvbuf; both buffers hold p blocks.  REDCOLL_IN_PLACE as sendbuf: the
+ * blocks to send are in recvbuf, which is overwritten. */
+REDCOLL_API int redcoll_alltoall(redcoll_comm *c, const void *sendbuf, void *recvbuf, size_t count,
+                                 redcoll_dtype dt);
+/* As redcoll_alltoall with blocks of any size at any place: rank i sends
+ * sendcounts[j] elements from sendbuf + sdispls[j] elements to rank j, and
+ * receives recvcounts[j] elements from rank j at recvbuf + rdispls[j]
+ * elements; sendcounts[j] of rank i must equal recvcounts[i] of rank j
+ * (another length is REDCOLL_EMISMATCH; for i = j, which the rank can
+ * check itself, REDCOLL_EINVAL).  Zero counts are fine anywhere,
+ * also all of a rank's.  The four arrays have p entries.  No in-place form
+ * (REDCOLL_IN_PLACE is REDCOLL_EINVAL); the bytes spanned by the send
+ * blocks must not overlap those spanned by the receive blocks, and receive
+ * blocks must not overlap each other (not checked). */
+REDCOLL_API int redcoll_alltoallv(redcoll_comm *c, const void *sendbuf, const size_t *sendcounts,
+                                  const size_t *sdispls, void *recvbuf, const size_t *recvcounts,
+                                  const size_t *rdispls, redcoll_dtype dt);
+
+/* ---- rooted collectives with blocks of any size --------------------------- */
+/* recvcounts (gatherv) and sendcounts (scatterv) have p entries and must
+ * be passed, the same, on every rank: the binomial tree forwards the blocks
+ * of whole subtrees, so every rank needs their sizes.  displs (elements)
+ * is significant at the root only (may be NULL elsewhere): block i sits at
+ * buf + displs[i] elements; the root's blocks must not overlap each other
+ * (not checked). */
+
+/* Rank root gets rank i's sendcount elements (sendcount must equal
+ * recvcounts[i]) at recvbuf + displs[i].  recvbuf is ignored off the root.
+ * REDCOLL_IN_PLACE as sendbuf only at the root: its block is already at
+ * recvbuf + displs[root]. */
+REDCOLL_API int redcoll_gatherv(redcoll_comm *c, const void *sendbuf, size_t sendcount,
+                                void *recvbuf, const size_t *recvcounts, const size_t *displs,
+                                redcoll_dtype dt, int root);
+/* Rank i gets sendcounts[i] elements (recvcount must equal it) from the
+ * root's sendbuf + displs[i].  sendbuf is ignored off the root.
+ * REDCOLL_IN_PLACE as recvbuf (cast: (void *)REDCOLL_IN_PLACE) only at the
+ * root: its block stays in sendbuf. */
+REDCOLL_API int redcoll_scatterv(redcoll_comm *c, const void *sendbuf, const size_t *sendcounts,
+                                 const size_t *displs, void *recvbuf, size_t recvcount,
+                                 redcoll_dtype dt, int root);
+
+/* redcoll_allgatherv with the blocks anywhere in recvbuf: rank i's
+ * sendcount elements (recvcounts[i]) land at recvbuf + displs[i] elements
+ * on every rank; recvcounts and displs (p entries) are significant on every
+ * rank, and bytes between the blocks are not written.  REDCOLL_IN_PLACE as
+ * sendbuf: the rank's own block is already at recvbuf + displs[rank].
+ * (redcoll_allgatherv has no displacements and keeps its signature: this is
+ * its general form.)  Collective name "allgatherv_displs". */
+REDCOLL_API int redcoll_allgatherv_displs(redcoll_comm *c, const void *sendbuf, size_t sendcount,
+                                          void *recvbuf, const size_t *recvcounts,
+                                          const size_t *displs, redcoll_dtype dt);
 
 #ifdef __cplusplus
 }

@@ -28,6 +28,8 @@ enum redcoll__builtin_op {
   REDCOLL__OP_LAND,
   REDCOLL__OP_LOR,
   REDCOLL__OP_LXOR,
+  REDCOLL__OP_MINLOC,
+  REDCOLL__OP_MAXLOC,
   REDCOLL__OP_COUNT,
   REDCOLL__OP_USER = 0xff
 };
@@ -52,6 +54,16 @@ void redcoll__kernel_apply(redcoll_dtype dt, const redcoll_op *op, void *out, co
                            const void *right, size_t count);
 /* Element size of dt, or of the user op for REDCOLL_CUSTOM. */
 size_t redcoll__elem_size(redcoll_dtype dt, const redcoll_op *op);
+
+/* The value-index pairs (kernels/loc.c): 1 if dt is one of them. */
+int redcoll__is_loc_dtype(redcoll_dtype dt);
+/* REDCOLL_OK if (dt, op) is a pair dtype with MINLOC or MAXLOC; EINVAL if
+ * only one side is; 1 if neither (for the scalar kernels to decide). */
+int redcoll__loc_check(redcoll_dtype dt, const redcoll_op *op);
+/* MINLOC or MAXLOC over count pairs of dt; out may equal left or right;
+ * any alignment. */
+void redcoll__loc_apply(redcoll_dtype dt, int op_id, void *out, const void *left,
+                        const void *right, size_t count);
 
 /* Conversions, round to nearest even, NaN stays NaN (quiet). */
 float redcoll__f16_to_f32(uint16_t h);
@@ -178,6 +190,11 @@ typedef struct redcoll__call {
   size_t esize;          /* bytes per element */
   int root;
   int in_place;
+  void *total;           /* exscan_total: the total's buffer, else NULL */
+  /* alltoallv: counts and displs are the send side, rcounts and rdispls the
+   * receive side; gatherv and scatterv: counts (every rank) and displs
+   * (the root's; NULL elsewhere).  Elements. */
+  const size_t *displs, *rcounts, *rdispls;
 } redcoll__call;
 
 typedef int (*redcoll__algo_fn)(const redcoll__call *call);
@@ -185,11 +202,19 @@ typedef int (*redcoll__algo_fn)(const redcoll__call *call);
 /* Point-to-point with the running collective's tag.  Each returns
  * REDCOLL_OK or the transport's status; the caller must return it at once
  * (the communicator is then broken).  Sends and receives to or from the own
- * rank are not allowed. */
+ * rank are not allowed.  redcoll__sendrecv takes dst or src -1 for a side
+ * that is absent (it is then a send or a receive), and is a no-op when both
+ * are. */
 int redcoll__send(redcoll_comm *c, int dst, const void *buf, size_t len);
 int redcoll__recv(redcoll_comm *c, int src, void *buf, size_t len);
 int redcoll__sendrecv(redcoll_comm *c, int dst, const void *sbuf, size_t slen, int src, void *rbuf,
                       size_t rlen);
+
+/* Sends bytes of buf from root to every rank along a binomial tree rooted
+ * at root (algo/basic/binary_tree.c): ceil(log2 p) rounds. */
+int redcoll__bcast_binomial(redcoll_comm *c, void *buf, size_t bytes, int root);
+/* The same from root to each rank in turn (algo/basic/linear.c): p-1 rounds. */
+int redcoll__bcast_linear(redcoll_comm *c, void *buf, size_t bytes, int root);
 
 /* out = left (+) right over count elements of the call's dtype and op, and
  * charges count * esize bytes of reduction work to the transport. */
@@ -259,6 +284,13 @@ extern const redcoll__algo_entry redcoll__algos_binary_blocks[];
 extern const redcoll__algo_entry redcoll__algos_ring[];
 extern const redcoll__algo_entry redcoll__algos_circulant[];
 extern const redcoll__algo_entry redcoll__algos_rooted_linear[];
+extern const redcoll__algo_entry redcoll__algos_scan_linear[];
+extern const redcoll__algo_entry redcoll__algos_hillis_steele[];
+extern const redcoll__algo_entry redcoll__algos_transpose[];
+extern const redcoll__algo_entry redcoll__algos_bruck[];
+extern const redcoll__algo_entry redcoll__algos_binomial_v[];
+extern const redcoll__algo_entry redcoll__algos_ring_v[];
+extern const redcoll__algo_entry redcoll__algos_pairwise[];
 
 /* The row of (coll, algo), modelled-only rows included, or NULL. */
 const redcoll__algo_entry *redcoll__algo_row(redcoll_coll coll, redcoll_algo algo);
@@ -281,6 +313,13 @@ static inline int redcoll__floor_pow2(int p) {
   int k = 1;
   while (k * 2 <= p) k *= 2;
   return k;
+}
+/* Pairwise exchange, round k = 1 .. p-1: rank r sends to *dst and
+ * receives from *src; every ordered pair of ranks meets exactly once
+ * (alltoall's pairwise algorithm and the scan transposition). */
+static inline void redcoll__pairwise_peers(int p, int r, int k, int *dst, int *src) {
+  *dst = (r + k) % p;
+  *src = (r - k + p) % p;
 }
 /* Start of block i when n elements are split into k blocks as evenly as
  * possible, the first n % k blocks one element larger. */

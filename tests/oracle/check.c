@@ -1,6 +1,8 @@
 /* The collective checker; see check.h. */
 #include "check.h"
 
+#include "redcoll/threads.h"
+
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -103,9 +105,14 @@ typedef struct shape {
   size_t recv_alloc;    /* elements of recvbuf to allocate (max over ranks) */
 } shape;
 
+static int is_prefix(redcoll_coll c) {
+  return c == REDCOLL_COLL_SCAN || c == REDCOLL_COLL_EXSCAN || c == REDCOLL_COLL_EXSCAN_TOTAL;
+}
+
 static int is_reduction(redcoll_coll c) {
   return c == REDCOLL_COLL_ALLREDUCE || c == REDCOLL_COLL_REDUCE ||
-         c == REDCOLL_COLL_REDUCE_SCATTER_BLOCK || c == REDCOLL_COLL_REDUCE_SCATTER;
+         c == REDCOLL_COLL_REDUCE_SCATTER_BLOCK || c == REDCOLL_COLL_REDUCE_SCATTER ||
+         is_prefix(c);
 }
 
 size_t check_elem_size(const check_case *tc) {
@@ -120,6 +127,57 @@ static const redcoll_op *case_op(const check_case *tc) {
     case CHECK_OP_MAX: return REDCOLL_MAX;
     default: return REDCOLL_SUM;
   }
+}
+
+/* ---- the layouts of the v-collectives ------------------------------------ */
+
+static int is_blocks_v(redcoll_coll c) {
+  return c == REDCOLL_COLL_ALLTOALL || c == REDCOLL_COLL_ALLTOALLV ||
+         c == REDCOLL_COLL_GATHERV || c == REDCOLL_COLL_SCATTERV ||
+         c == REDCOLL_COLL_ALLGATHERV_DISPLS;
+}
+
+/* Rank i's block for rank j in alltoallv. */
+static size_t base_count(const check_case *tc, int i, int j) {
+  size_t n = tc->count;
+  if (tc->irregular == 0) return n;
+  if (tc->irregular == 1) return (i + j) % 3 == 0 ? 0 : ((size_t)i * 7 + (size_t)j * 13) % (n + 1);
+  return j == (i * i + 1) % tc->p ? 4 * n : ((i ^ j) & 3) ? 0 : 1;
+}
+
+size_t check_pair_count(const check_case *tc, int i, int j) {
+  switch (tc->coll) {
+    case REDCOLL_COLL_ALLTOALL: return tc->count;
+    case REDCOLL_COLL_GATHERV:
+    case REDCOLL_COLL_ALLGATHERV_DISPLS: return base_count(tc, 0, i); /* rank i's block */
+    case REDCOLL_COLL_SCATTERV: return base_count(tc, 0, j); /* rank j's block */
+    default: return base_count(tc, i, j);
+  }
+}
+
+/* Send side of rank i: block j (to rank j); receive side: block j (from
+ * rank j).  Irregular layouts put block p-1 first and leave a gap. */
+void check_displs(const check_case *tc, int i, int send, size_t *displs) {
+  int p = tc->p;
+  size_t off = 0, gap = tc->coll != REDCOLL_COLL_ALLTOALL && tc->irregular ? 1 : 0;
+  for (int k = 0; k < p; k++) {
+    int j = gap ? p - 1 - k : k;
+    displs[j] = off;
+    off += (send ? check_pair_count(tc, i, j) : check_pair_count(tc, j, i)) + gap;
+  }
+}
+
+/* Elements spanned by rank i's send (or receive) blocks. */
+static size_t span_of(const check_case *tc, int i, int send) {
+  size_t *d = malloc((size_t)tc->p * sizeof *d), end = 0;
+  if (d == NULL) return 0;
+  check_displs(tc, i, send, d);
+  for (int j = 0; j < tc->p; j++) {
+    size_t n = send ? check_pair_count(tc, i, j) : check_pair_count(tc, j, i);
+    if (n > 0 && d[j] + n > end) end = d[j] + n;
+  }
+  free(d);
+  return end;
 }
 
 static int make_shape(const check_case *tc, shape *s) {
@@ -146,6 +204,43 @@ static int make_shape(const check_case *tc, shape *s) {
         s->ref_count = tc->count;
         s->recv_alloc = tc->count;
         break;
+      case REDCOLL_COLL_ALLTOALL:
+      case REDCOLL_COLL_ALLTOALLV:
+      case REDCOLL_COLL_ALLGATHERV_DISPLS:
+        /* per rank the image of its recvbuf */
+        s->in_count[r] = tc->coll == REDCOLL_COLL_ALLGATHERV_DISPLS ? check_pair_count(tc, r, 0)
+                                                                  : span_of(tc, r, 1);
+        s->out_count[r] = span_of(tc, r, 0);
+        s->out_off[r] = s->ref_count;
+        s->ref_count += s->out_count[r];
+        if (s->out_count[r] > s->recv_alloc) s->recv_alloc = s->out_count[r];
+        break;
+      case REDCOLL_COLL_GATHERV: {
+        size_t span = span_of(tc, tc->root, 0);
+        s->in_count[r] = check_pair_count(tc, r, tc->root);
+        s->out_count[r] = r == tc->root ? span : 0;
+        s->ref_count = s->recv_alloc = span;
+        break;
+      }
+      case REDCOLL_COLL_SCATTERV:
+        s->in_count[r] = r == tc->root ? span_of(tc, tc->root, 1) : 0;
+        s->out_count[r] = check_pair_count(tc, tc->root, r);
+        s->out_off[r] = s->ref_count;
+        s->ref_count += s->out_count[r];
+        if (s->out_count[r] > s->recv_alloc) s->recv_alloc = s->out_count[r];
+        break;
+      case REDCOLL_COLL_SCAN:
+      case REDCOLL_COLL_EXSCAN:
+      case REDCOLL_COLL_EXSCAN_TOTAL: {
+        /* per rank its own result; exscan_total: [exclusive | total] */
+        size_t k = tc->coll == REDCOLL_COLL_EXSCAN_TOTAL ? 2 : 1;
+        s->in_count[r] = tc->count;
+        s->out_count[r] = k * tc->count;
+        s->out_off[r] = (size_t)r * k * tc->count;
+        s->ref_count = (size_t)p * k * tc->count;
+        s->recv_alloc = k * tc->count;
+        break;
+      }
       case REDCOLL_COLL_REDUCE:
         s->in_count[r] = tc->count;
         s->out_count[r] = r == tc->root ? tc->count : 0;
@@ -233,6 +328,51 @@ static int guard_ok(const unsigned char *b, size_t bytes) {
   for (size_t i = 0; i < GUARD; i++)
     if (b[bytes + i] != GUARD_BYTE) return 0;
   return 1;
+}
+
+/* alltoall, alltoallv, gatherv, scatterv on rank r with the case's layout.
+ * In place: alltoall from recvbuf, gatherv with the root's block at its
+ * place in recvbuf, scatterv leaving the root's block in sendbuf (copied
+ * out for the check).  gatherv's recvcounts and scatterv's sendcounts are
+ * passed on every rank, their displacements at the root only. */
+static int call_blocks_v(redcoll_comm *c, const check_case *tc, const shape *s, int r,
+                         unsigned char *in, unsigned char *out) {
+  int p = tc->p, rc = REDCOLL_ENOMEM, ip = tc->in_place, root = tc->root, at_root = r == root;
+  size_t es = s->esize;
+  size_t *sc = malloc(4 * (size_t)p * sizeof *sc + 1);
+  if (sc == NULL) return rc;
+  size_t *sd = sc + p, *rcn = sc + 2 * p, *rd = sc + 3 * p;
+  for (int j = 0; j < p; j++) {
+    sc[j] = check_pair_count(tc, r, j);
+    rcn[j] = check_pair_count(tc, j, r);
+  }
+  check_displs(tc, r, 1, sd);
+  check_displs(tc, r, 0, rd);
+  switch (tc->coll) {
+    case REDCOLL_COLL_ALLTOALL:
+      if (ip) memcpy(out, in, s->in_count[r] * es);
+      rc = redcoll_alltoall(c, ip ? REDCOLL_IN_PLACE : in, out, tc->count, s->dt);
+      break;
+    case REDCOLL_COLL_ALLTOALLV:
+      rc = redcoll_alltoallv(c, in, sc, sd, out, rcn, rd, s->dt);
+      break;
+    case REDCOLL_COLL_ALLGATHERV_DISPLS:
+      if (ip) memcpy(out + rd[r] * es, in, rcn[r] * es);
+      rc = redcoll_allgatherv_displs(c, ip ? REDCOLL_IN_PLACE : in, rcn[r], out, rcn, rd, s->dt);
+      break;
+    case REDCOLL_COLL_GATHERV:
+      if (ip && at_root) memcpy(out + rd[root] * es, in, rcn[root] * es);
+      rc = redcoll_gatherv(c, ip && at_root ? REDCOLL_IN_PLACE : in, rcn[r], at_root ? out : NULL,
+                           rcn, at_root ? rd : NULL, s->dt, root);
+      break;
+    default:
+      rc = redcoll_scatterv(c, at_root ? in : NULL, sc, at_root ? sd : NULL,
+                            ip && at_root ? (void *)REDCOLL_IN_PLACE : out, sc[r], s->dt, root);
+      if (ip && at_root && rc == REDCOLL_OK) memcpy(out, in + sd[root] * es, sc[root] * es);
+      break;
+  }
+  free(sc);
+  return rc;
 }
 
 static int rank_main(redcoll_comm *c, void *arg) {
@@ -323,6 +463,23 @@ static int rank_main(redcoll_comm *c, void *arg) {
     case REDCOLL_COLL_BARRIER:
       rc = redcoll_barrier(c);
       break;
+    case REDCOLL_COLL_ALLTOALL:
+    case REDCOLL_COLL_ALLTOALLV:
+    case REDCOLL_COLL_GATHERV:
+    case REDCOLL_COLL_SCATTERV:
+    case REDCOLL_COLL_ALLGATHERV_DISPLS:
+      rc = call_blocks_v(c, tc, s, r, in, out);
+      break;
+    case REDCOLL_COLL_SCAN:
+    case REDCOLL_COLL_EXSCAN:
+      if (ip) { memcpy(out, in, inb); sendbuf = REDCOLL_IN_PLACE; }
+      rc = tc->coll == REDCOLL_COLL_SCAN ? redcoll_scan(c, sendbuf, out, tc->count, s->dt, s->op)
+                                         : redcoll_exscan(c, sendbuf, out, tc->count, s->dt, s->op);
+      break;
+    case REDCOLL_COLL_EXSCAN_TOTAL:
+      if (ip) { memcpy(out, in, inb); sendbuf = REDCOLL_IN_PLACE; }
+      rc = redcoll_exscan_total(c, sendbuf, out, out + inb, tc->count, s->dt, s->op);
+      break;
     default:
       rc = REDCOLL_ENOTSUP;
       break;
@@ -342,10 +499,74 @@ static int rank_main(redcoll_comm *c, void *arg) {
   return rc;
 }
 
+/* Rank r's expected recvbuf (and total) for scan, exscan, exscan_total:
+ * sequential prefixes in rank order; rank 0's exscan recvbuf as it was
+ * before the call (the 0x5a fill, or its input in place). */
+static void prefix_reference(const check_case *tc, run_state *st, unsigned char *v) {
+  const shape *s = &st->sh;
+  size_t n = tc->count, es = s->esize, bytes = n * es;
+  int total = tc->coll == REDCOLL_COLL_EXSCAN_TOTAL, incl = tc->coll == REDCOLL_COLL_SCAN;
+  unsigned char *acc = malloc(bytes + 1), *prev = malloc(bytes + 1);
+  if (acc == NULL || prev == NULL) goto out;
+  for (int r = 0; r < tc->p; r++) {
+    unsigned char *blk = st->ref + s->out_off[r] * es;
+    fill_input(tc, s, r, v);
+    memcpy(prev, acc, bytes); /* the prefix of the ranks before r */
+    if (r == 0) memcpy(acc, v, bytes);
+    else redcoll_reduce_local(acc, acc, v, n, s->dt, s->op);
+    if (incl) memcpy(blk, acc, bytes);
+    else if (r > 0) memcpy(blk, prev, bytes);
+    else if (tc->in_place) memcpy(blk, v, bytes);
+    else memset(blk, 0x5a, bytes);
+  }
+  if (total) /* acc is the total now */
+    for (int r = 0; r < tc->p; r++) memcpy(st->ref + (s->out_off[r] + n) * es, acc, bytes);
+out:
+  free(acc);
+  free(prev);
+}
+
+/* Element e of what rank i sends to rank j (its input at the block's
+ * displacement). */
+static void sent_elem(const check_case *tc, redcoll_dtype dt, int i, int j, size_t e, void *dst) {
+  size_t *d = malloc((size_t)tc->p * sizeof *d);
+  if (d == NULL) return;
+  check_displs(tc, i, 1, d);
+  gen_elem(tc, dt, i, d[j] + e, dst);
+  free(d);
+}
+
+/* Each rank's expected recvbuf: 0x5a where nothing lands, the blocks where
+ * their displacements put them. */
+static void blocks_reference(const check_case *tc, run_state *st) {
+  const shape *s = &st->sh;
+  size_t es = s->esize, *d = malloc((size_t)tc->p * sizeof *d);
+  if (d == NULL) return;
+  memset(st->ref, 0x5a, s->ref_count * es);
+  for (int r = 0; r < tc->p; r++) {
+    unsigned char *img = st->ref + s->out_off[r] * es;
+    if (s->out_count[r] == 0) continue;
+    if (tc->coll == REDCOLL_COLL_SCATTERV) {
+      for (size_t e = 0; e < s->out_count[r]; e++) sent_elem(tc, s->dt, tc->root, r, e, img + e * es);
+      continue;
+    }
+    check_displs(tc, r, 0, d);
+    for (int j = 0; j < tc->p; j++) {
+      size_t n = check_pair_count(tc, j, r);
+      for (size_t e = 0; e < n; e++) {
+        if (tc->coll == REDCOLL_COLL_GATHERV || tc->coll == REDCOLL_COLL_ALLGATHERV_DISPLS)
+          gen_elem(tc, s->dt, j, e, img + (d[j] + e) * es);
+        else sent_elem(tc, s->dt, j, r, e, img + (d[j] + e) * es);
+      }
+    }
+  }
+  free(d);
+}
+
 static void compute_reference(const check_case *tc, run_state *st) {
   const shape *s = &st->sh;
   size_t es = s->esize, n = s->ref_count;
-  unsigned char *tmp = malloc(n * es + 1);
+  unsigned char *tmp = malloc((n > tc->count ? n : tc->count) * es + 1);
   if (tc->coll == REDCOLL_COLL_BCAST) {
     fill_input(tc, s, tc->root, st->ref);
   } else if (tc->coll == REDCOLL_COLL_SCATTER) {
@@ -357,6 +578,10 @@ static void compute_reference(const check_case *tc, run_state *st) {
       fill_input(tc, s, r, st->ref + off * es);
       off += s->in_count[r];
     }
+  } else if (is_prefix(tc->coll)) {
+    prefix_reference(tc, st, tmp);
+  } else if (is_blocks_v(tc->coll)) {
+    blocks_reference(tc, st);
   } else if (is_reduction(tc->coll)) {
     fill_input(tc, s, 0, st->ref);
     for (int r = 1; r < tc->p; r++) {
@@ -439,7 +664,12 @@ int check_run(const check_case *tc, check_result *res) {
   }
   compute_reference(tc, &st);
 
-  res->status = redcoll_mock_run(p, &tc->mock, rank_main, &st, stats);
+  if (tc->threads) {
+    res->status = redcoll_threads_run(p, rank_main, &st);
+    for (int r = 0; r < p; r++) stats[r].status = st.outs[r] != NULL ? REDCOLL_OK : res->status;
+  } else {
+    res->status = redcoll_mock_run(p, &tc->mock, rank_main, &st, stats);
+  }
   res->algo = st.algo0;
   for (int r = 0; r < p; r++) {
     if (stats[r].time > res->time) res->time = stats[r].time;
@@ -476,6 +706,9 @@ int check_run(const check_case *tc, check_result *res) {
         snprintf(res->error, sizeof res->error, "rank %d: result differs from the sequential sum", r);
       else if (tc->coll == REDCOLL_COLL_ALLREDUCE && r > 0 && memcmp(got, st.outs[0], n * es) != 0)
         snprintf(res->error, sizeof res->error, "rank %d: result not bitwise equal to rank 0's", r);
+      else if (tc->coll == REDCOLL_COLL_EXSCAN_TOTAL && r > 0 &&
+               memcmp(got + n / 2 * es, st.outs[0] + n / 2 * es, n / 2 * es) != 0)
+        snprintf(res->error, sizeof res->error, "rank %d: total not bitwise equal to rank 0's", r);
       continue;
     }
     if (memcmp(got, exp, n * es) != 0) {

@@ -27,7 +27,10 @@ typedef struct check_case {
   int p;
   size_t count;          /* as the API's count argument (per-rank block for
                             reduce_scatter_block, allgather, gather and
-                            scatter) */
+                            scatter; the vector for scan, exscan and
+                            exscan_total, whose results are checked per
+                            rank: rank 0's exscan recvbuf must be as it
+                            was, the total the same on every rank) */
   const size_t *counts;  /* reduce_scatter / allgatherv: p entries; NULL: count each */
   int root;
   redcoll_dtype dtype;   /* SUM and MAX only: any built-in dtype (default float64) */
@@ -37,6 +40,16 @@ typedef struct check_case {
                             sendbuf, scatter: recvbuf) */
   size_t threshold;      /* 0: the communicator's default */
   redcoll_mock_config mock;
+  int threads;           /* run on the threads transport instead of the
+                            simulator (no statistics then) */
+  int irregular;         /* alltoallv, gatherv, scatterv: 0 blocks of count
+                            elements end to end; 1 uneven blocks of 0 ..
+                            count elements (many zeros) in reverse rank
+                            order with a gap of one element between them;
+                            2 the same layout, very uneven: one block of
+                            4 count elements per rank, 0 or 1 elsewhere.
+                            gatherv and scatterv: block k has the size of
+                            rank 0's block for rank k in alltoallv */
 } check_case;
 
 typedef struct check_result {
@@ -64,6 +77,12 @@ check_case check_case_make(redcoll_coll coll, redcoll_algo algo, int p, size_t c
 /* check_run, and on failure one line on stderr naming the whole case;
  * returns 1 when res->ok. */
 int check_run_report(const check_case *tc, check_result *res);
+
+/* alltoallv, gatherv, scatterv: elements rank i sends to rank j, and the
+ * displacements of rank i's send blocks (send = 1) or receive blocks
+ * (send = 0) in the case's layout (p entries). */
+size_t check_pair_count(const check_case *tc, int i, int j);
+void check_displs(const check_case *tc, int i, int send, size_t *displs);
 
 /* The element size of the case's data. */
 size_t check_elem_size(const check_case *tc);

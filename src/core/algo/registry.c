@@ -15,6 +15,13 @@ static const redcoll__algo_entry *const families[] = {
     redcoll__algos_ring,
     redcoll__algos_circulant,
     redcoll__algos_rooted_linear,
+    redcoll__algos_scan_linear,
+    redcoll__algos_hillis_steele,
+    redcoll__algos_transpose,
+    redcoll__algos_bruck,
+    redcoll__algos_binomial_v,
+    redcoll__algos_ring_v,
+    redcoll__algos_pairwise,
 };
 
 const redcoll__algo_entry *redcoll__algo_row(redcoll_coll coll, redcoll_algo algo) {

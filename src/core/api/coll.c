@@ -115,7 +115,17 @@ enum {
   S_OUT_AT_ROOT = 1 << 5,  /* recvbuf is significant at the root only */
   S_VCOUNTS = 1 << 6,      /* blocks of counts[i] elements */
   S_ONE_BUF = 1 << 7,      /* one buffer, input at the root, output elsewhere */
-  S_NO_BUF = 1 << 8        /* no data */
+  S_NO_BUF = 1 << 8,       /* no data */
+  S_EXCLUSIVE = 1 << 9,    /* rank 0's recvbuf is left unchanged */
+  S_TOTAL = 1 << 10,       /* a third buffer of one block (the total): never
+                              in place, overlapping neither of the others */
+  S_DISPLS = 1 << 11,      /* with S_VCOUNTS: block i of the buffer of all
+                              blocks sits at displs[i] (significant at the
+                              root only if rooted), and the rank's own
+                              count is passed as well */
+  S_PAIRS = 1 << 12        /* alltoallv: counts and displacements for both
+                              buffers; a rank's data is never "nothing to
+                              do" for all (its peers may still send) */
 };
 
 /* Where the in-place layout keeps the rank's own input. */
@@ -143,6 +153,16 @@ static const coll_shape shapes[REDCOLL_COLL_COUNT] = {
     [REDCOLL_COLL_GATHER] = {S_ROOTED | S_OUT_ALL | S_OUT_AT_ROOT, IP_SEND_IN_RECV},
     [REDCOLL_COLL_SCATTER] = {S_ROOTED | S_IN_ALL | S_IN_AT_ROOT, IP_RECV_IN_SEND},
     [REDCOLL_COLL_BARRIER] = {S_NO_BUF, IP_NONE},
+    [REDCOLL_COLL_SCAN] = {S_REDUCE, IP_SAME},
+    [REDCOLL_COLL_EXSCAN] = {S_REDUCE | S_EXCLUSIVE, IP_SAME},
+    [REDCOLL_COLL_EXSCAN_TOTAL] = {S_REDUCE | S_EXCLUSIVE | S_TOTAL, IP_SAME},
+    [REDCOLL_COLL_ALLTOALL] = {S_IN_ALL | S_OUT_ALL, IP_SAME},
+    [REDCOLL_COLL_ALLTOALLV] = {S_PAIRS, IP_NONE},
+    [REDCOLL_COLL_GATHERV] = {S_ROOTED | S_OUT_ALL | S_OUT_AT_ROOT | S_VCOUNTS | S_DISPLS,
+                              IP_SEND_IN_RECV},
+    [REDCOLL_COLL_SCATTERV] = {S_ROOTED | S_IN_ALL | S_IN_AT_ROOT | S_VCOUNTS | S_DISPLS,
+                               IP_RECV_IN_SEND},
+    [REDCOLL_COLL_ALLGATHERV_DISPLS] = {S_OUT_ALL | S_VCOUNTS | S_DISPLS, IP_SEND_IN_RECV},
 };
 
 /* The arguments of any entry point.  count: the vector or block, or with
@@ -157,6 +177,9 @@ typedef struct {
   redcoll_dtype dt;
   const redcoll_op *op;
   int root;
+  void *total; /* S_TOTAL */
+  const size_t *displs;            /* S_DISPLS, S_PAIRS (send side) */
+  const size_t *rcounts, *rdispls; /* S_PAIRS: the receive side */
 } coll_args;
 
 /* Sizes in bytes of one rank's view of a call. */
@@ -166,10 +189,35 @@ typedef struct {
   size_t total;    /* elements in all blocks; 0: nothing to do */
 } coll_sizes;
 
+/* Elements spanned by p blocks of counts[i] at displs[i] (empty blocks
+ * span nothing); SIZE_MAX on overflow or NULL arrays. */
+static size_t extent(const size_t *counts, const size_t *displs, int p) {
+  size_t end = 0;
+  if (counts == NULL || displs == NULL) return SIZE_MAX;
+  for (int i = 0; i < p; i++) {
+    if (counts[i] == 0) continue;
+    if (displs[i] > SIZE_MAX - 1 - counts[i]) return SIZE_MAX;
+    if (displs[i] + counts[i] > end) end = displs[i] + counts[i];
+  }
+  return end;
+}
+
 /* Block and all-block sizes from count or counts; EINVAL on overflow. */
 static int measure(const coll_args *a, const redcoll__call *call, unsigned s, coll_sizes *z) {
   const redcoll_comm *c = call->comm;
   size_t es = call->esize, block, all, before = 0;
+  if (s & S_PAIRS) {
+    size_t in = extent(a->counts, a->displs, c->size), out = extent(a->rcounts, a->rdispls, c->size);
+    if (in == SIZE_MAX || out == SIZE_MAX) return REDCOLL_EINVAL;
+    /* the own block is sent and received by this rank alone */
+    if (a->counts[c->rank] != a->rcounts[c->rank]) return REDCOLL_EINVAL;
+    z->in = mul_sat(in, es);
+    z->out = mul_sat(out, es);
+    if (z->in == SIZE_MAX || z->out == SIZE_MAX) return REDCOLL_EINVAL;
+    z->at = 0;
+    z->total = 1;
+    return REDCOLL_OK;
+  }
   if (s & S_VCOUNTS) {
     if (a->counts == NULL) return REDCOLL_EINVAL;
     if (!(s & S_IN_ALL) && a->counts[c->rank] != a->count) return REDCOLL_EINVAL;
@@ -180,16 +228,24 @@ static int measure(const coll_args *a, const redcoll__call *call, unsigned s, co
       all += a->counts[i];
     }
     block = a->counts[c->rank];
+    if ((s & S_DISPLS) && block != a->count) return REDCOLL_EINVAL;
   } else {
     block = a->count;
     all = (s & (S_IN_ALL | S_OUT_ALL)) ? mul_sat(block, (size_t)c->size) : block;
     before = (size_t)c->rank * block;
   }
-  size_t all_bytes = mul_sat(all, es), block_bytes = mul_sat(block, es);
+  size_t span = all; /* elements the buffer of all blocks spans */
+  if ((s & S_DISPLS) && (!(s & S_ROOTED) || c->rank == a->root)) {
+    /* the root's layout: block i where displs[i] puts it */
+    if ((span = extent(a->counts, a->displs, c->size)) == SIZE_MAX) return REDCOLL_EINVAL;
+    before = a->displs[c->rank];
+  }
+  size_t all_bytes = mul_sat(span, es), block_bytes = mul_sat(block, es);
   if (all_bytes == SIZE_MAX || block_bytes == SIZE_MAX) return REDCOLL_EINVAL;
   z->in = (s & S_IN_ALL) ? all_bytes : block_bytes;
   z->out = (s & S_OUT_ALL) ? all_bytes : block_bytes;
-  z->at = before * es;
+  z->at = mul_sat(before, es);
+  if (z->at == SIZE_MAX) return REDCOLL_EINVAL;
   z->total = all;
   return REDCOLL_OK;
 }
@@ -260,11 +316,35 @@ static int check_buffers(const coll_args *a, redcoll__call *call, coll_sizes *z)
       call->in_place = rc;
     }
   }
+  if ((s & S_PAIRS) && ranges_meet(send, z->in, recv, z->out)) return REDCOLL_EINVAL;
+  if (s & S_TOTAL) {
+    /* One block, like the vector itself; apart from both other buffers. */
+    void *t = a->total;
+    if (t == REDCOLL_IN_PLACE || (z->out > 0 && t == NULL)) return REDCOLL_EINVAL;
+    if (ranges_meet(t, z->out, send, z->in) || ranges_meet(t, z->out, recv, z->out))
+      return REDCOLL_EINVAL;
+    call->total = t;
+  }
   call->sendbuf = send;
   call->recvbuf = recv;
-  call->count = (s & S_VCOUNTS) ? z->total : a->count;
+  call->count = (s & S_VCOUNTS) ? z->total : (s & S_PAIRS) ? 0 : a->count;
   call->counts = a->counts;
+  call->displs = is_root ? a->displs : NULL;
+  call->rcounts = a->rcounts;
+  call->rdispls = a->rdispls;
   call->root = (s & S_ROOTED) ? a->root : 0;
+  return REDCOLL_OK;
+}
+
+/* One rank of alltoallv, gatherv or scatterv: its own block from where its
+ * input keeps it to where its output wants it (unless in place). */
+static int own_block_v(const redcoll__call *call) {
+  size_t es = call->esize, n = call->counts[0];
+  int a2a = call->coll == REDCOLL_COLL_ALLTOALLV, scatter = call->coll == REDCOLL_COLL_SCATTERV;
+  size_t from = a2a || scatter ? call->displs[0] : 0;
+  size_t to = a2a ? call->rdispls[0] : scatter ? 0 : call->displs[0];
+  if (!call->in_place && n > 0)
+    memcpy((char *)call->recvbuf + to * es, (const char *)call->sendbuf + from * es, n * es);
   return REDCOLL_OK;
 }
 
@@ -289,9 +369,14 @@ static int enter(redcoll_comm *c, const coll_args *a) {
   if (z.total == 0) return REDCOLL_OK;
   if ((rc = check_forced(&call)) != REDCOLL_OK) return rc;
   if (c->size == 1) {
-    /* One rank: its own block is the result (its offset is 0). */
+    /* One rank: its own block is the result (its offset is 0); an
+     * exclusive prefix leaves rank 0's recvbuf alone, and the total is the
+     * own block. */
+    unsigned s = shapes[a->coll].flags;
     size_t own = z.in < z.out ? z.in : z.out;
-    if (!call.in_place && own > 0) memcpy(call.recvbuf, call.sendbuf, own);
+    if (s & (S_PAIRS | S_DISPLS)) return own_block_v(&call);
+    if (s & S_TOTAL) memcpy(call.total, call.sendbuf, own);
+    if (!call.in_place && !(s & S_EXCLUSIVE) && own > 0) memcpy(call.recvbuf, call.sendbuf, own);
     return REDCOLL_OK;
   }
   return run(&call);
@@ -357,4 +442,62 @@ REDCOLL_API int redcoll_scatter(redcoll_comm *c, const void *sendbuf, void *recv
                                 redcoll_dtype dt, int root) {
   return enter(c, &(coll_args){.coll = REDCOLL_COLL_SCATTER, .sendbuf = sendbuf,
                                .recvbuf = recvbuf, .count = count, .dt = dt, .root = root});
+}
+
+REDCOLL_API int redcoll_scan(redcoll_comm *c, const void *sendbuf, void *recvbuf, size_t count,
+                             redcoll_dtype dt, const redcoll_op *op) {
+  return enter(c, &(coll_args){.coll = REDCOLL_COLL_SCAN, .sendbuf = sendbuf, .recvbuf = recvbuf,
+                               .count = count, .dt = dt, .op = op});
+}
+
+REDCOLL_API int redcoll_exscan(redcoll_comm *c, const void *sendbuf, void *recvbuf, size_t count,
+                               redcoll_dtype dt, const redcoll_op *op) {
+  return enter(c, &(coll_args){.coll = REDCOLL_COLL_EXSCAN, .sendbuf = sendbuf,
+                               .recvbuf = recvbuf, .count = count, .dt = dt, .op = op});
+}
+
+REDCOLL_API int redcoll_exscan_total(redcoll_comm *c, const void *sendbuf, void *recvbuf,
+                                     void *total, size_t count, redcoll_dtype dt,
+                                     const redcoll_op *op) {
+  return enter(c, &(coll_args){.coll = REDCOLL_COLL_EXSCAN_TOTAL, .sendbuf = sendbuf,
+                               .recvbuf = recvbuf, .count = count, .dt = dt, .op = op,
+                               .total = total});
+}
+
+REDCOLL_API int redcoll_alltoall(redcoll_comm *c, const void *sendbuf, void *recvbuf, size_t count,
+                                 redcoll_dtype dt) {
+  return enter(c, &(coll_args){.coll = REDCOLL_COLL_ALLTOALL, .sendbuf = sendbuf,
+                               .recvbuf = recvbuf, .count = count, .dt = dt});
+}
+
+REDCOLL_API int redcoll_alltoallv(redcoll_comm *c, const void *sendbuf, const size_t *sendcounts,
+                                  const size_t *sdispls, void *recvbuf, const size_t *recvcounts,
+                                  const size_t *rdispls, redcoll_dtype dt) {
+  return enter(c, &(coll_args){.coll = REDCOLL_COLL_ALLTOALLV, .sendbuf = sendbuf,
+                               .recvbuf = recvbuf, .counts = sendcounts, .displs = sdispls,
+                               .rcounts = recvcounts, .rdispls = rdispls, .dt = dt});
+}
+
+REDCOLL_API int redcoll_gatherv(redcoll_comm *c, const void *sendbuf, size_t sendcount,
+                                void *recvbuf, const size_t *recvcounts, const size_t *displs,
+                                redcoll_dtype dt, int root) {
+  return enter(c, &(coll_args){.coll = REDCOLL_COLL_GATHERV, .sendbuf = sendbuf,
+                               .recvbuf = recvbuf, .count = sendcount, .counts = recvcounts,
+                               .displs = displs, .dt = dt, .root = root});
+}
+
+REDCOLL_API int redcoll_scatterv(redcoll_comm *c, const void *sendbuf, const size_t *sendcounts,
+                                 const size_t *displs, void *recvbuf, size_t recvcount,
+                                 redcoll_dtype dt, int root) {
+  return enter(c, &(coll_args){.coll = REDCOLL_COLL_SCATTERV, .sendbuf = sendbuf,
+                               .recvbuf = recvbuf, .count = recvcount, .counts = sendcounts,
+                               .displs = displs, .dt = dt, .root = root});
+}
+
+REDCOLL_API int redcoll_allgatherv_displs(redcoll_comm *c, const void *sendbuf, size_t sendcount,
+                                          void *recvbuf, const size_t *recvcounts,
+                                          const size_t *displs, redcoll_dtype dt) {
+  return enter(c, &(coll_args){.coll = REDCOLL_COLL_ALLGATHERV_DISPLS, .sendbuf = sendbuf,
+                               .recvbuf = recvbuf, .count = sendcount, .counts = recvcounts,
+                               .displs = displs, .dt = dt});
 }

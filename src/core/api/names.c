@@ -28,7 +28,8 @@ REDCOLL_API const char *redcoll_status_name(int status) {
 
 static const char *const coll_names[REDCOLL_COLL_COUNT] = {
     "allreduce", "reduce", "reduce_scatter_block", "reduce_scatter", "allgather",
-    "allgatherv", "bcast", "gather", "scatter", "barrier",
+    "allgatherv", "bcast", "gather", "scatter", "barrier", "scan", "exscan", "exscan_total",
+    "alltoall", "alltoallv", "gatherv", "scatterv", "allgatherv_displs",
 };
 
 REDCOLL_API const char *redcoll_coll_name(redcoll_coll coll) {

@@ -20,6 +20,8 @@ static const struct redcoll_op redcoll__builtin_ops[REDCOLL__OP_COUNT] = {
     [REDCOLL__OP_LAND] = {REDCOLL__OP_LAND, 1, NULL, 0, NULL},
     [REDCOLL__OP_LOR] = {REDCOLL__OP_LOR, 1, NULL, 0, NULL},
     [REDCOLL__OP_LXOR] = {REDCOLL__OP_LXOR, 1, NULL, 0, NULL},
+    [REDCOLL__OP_MINLOC] = {REDCOLL__OP_MINLOC, 1, NULL, 0, NULL},
+    [REDCOLL__OP_MAXLOC] = {REDCOLL__OP_MAXLOC, 1, NULL, 0, NULL},
 };
 
 REDCOLL_API const redcoll_op *const REDCOLL_SUM = &redcoll__builtin_ops[REDCOLL__OP_SUM];
@@ -32,6 +34,8 @@ REDCOLL_API const redcoll_op *const REDCOLL_BXOR = &redcoll__builtin_ops[REDCOLL
 REDCOLL_API const redcoll_op *const REDCOLL_LAND = &redcoll__builtin_ops[REDCOLL__OP_LAND];
 REDCOLL_API const redcoll_op *const REDCOLL_LOR = &redcoll__builtin_ops[REDCOLL__OP_LOR];
 REDCOLL_API const redcoll_op *const REDCOLL_LXOR = &redcoll__builtin_ops[REDCOLL__OP_LXOR];
+REDCOLL_API const redcoll_op *const REDCOLL_MINLOC = &redcoll__builtin_ops[REDCOLL__OP_MINLOC];
+REDCOLL_API const redcoll_op *const REDCOLL_MAXLOC = &redcoll__builtin_ops[REDCOLL__OP_MAXLOC];
 
 static int redcoll__is_builtin(const redcoll_op *op) {
   /* Compare addresses as integers: relational operators on pointers into
@@ -81,6 +85,14 @@ static const struct {
     [REDCOLL_FLOAT16] = {2, "float16"}, [REDCOLL_BFLOAT16] = {2, "bfloat16"},
     [REDCOLL_FLOAT32] = {4, "float32"}, [REDCOLL_FLOAT64] = {8, "float64"},
     [REDCOLL_CUSTOM] = {0, "custom"},
+    [REDCOLL_FLOAT32_INT32] = {sizeof(redcoll_float32_int32), "float32_int32"},
+    [REDCOLL_FLOAT64_INT32] = {sizeof(redcoll_float64_int32), "float64_int32"},
+    [REDCOLL_INT32_INT32] = {sizeof(redcoll_int32_int32), "int32_int32"},
+    [REDCOLL_INT64_INT32] = {sizeof(redcoll_int64_int32), "int64_int32"},
+    [REDCOLL_FLOAT32_INT64] = {sizeof(redcoll_float32_int64), "float32_int64"},
+    [REDCOLL_FLOAT64_INT64] = {sizeof(redcoll_float64_int64), "float64_int64"},
+    [REDCOLL_INT32_INT64] = {sizeof(redcoll_int32_int64), "int32_int64"},
+    [REDCOLL_INT64_INT64] = {sizeof(redcoll_int64_int64), "int64_int64"},
 };
 
 REDCOLL_API size_t redcoll_dtype_size(redcoll_dtype dt) {

@@ -304,6 +304,8 @@ static const rc_fn rc_table[REDCOLL_CUSTOM][REDCOLL__OP_COUNT] = {
 
 int redcoll__kernel_check(redcoll_dtype dt, const redcoll_op *op) {
   if (op == NULL || (unsigned)dt >= (unsigned)REDCOLL_DTYPE_COUNT) return REDCOLL_EINVAL;
+  int loc = redcoll__loc_check(dt, op);
+  if (loc <= 0) return loc; /* a value-index pair, or MINLOC / MAXLOC */
   if (op->id == REDCOLL__OP_USER) {
     if (dt != REDCOLL_CUSTOM || op->fn == NULL || op->elem_size == 0) return REDCOLL_EINVAL;
     return REDCOLL_OK;
@@ -338,6 +340,10 @@ void redcoll__kernel_apply(redcoll_dtype dt, const redcoll_op *op, void *out, co
   if (count == 0) return;
   if (op->id == REDCOLL__OP_USER) {
     op->fn(out, left, right, count, op->ctx);
+    return;
+  }
+  if (redcoll__is_loc_dtype(dt)) {
+    redcoll__loc_apply(dt, op->id, out, left, right, count);
     return;
   }
   /* Every built-in element type is aligned to its size. */

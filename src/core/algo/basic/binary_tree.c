@@ -54,7 +54,7 @@ static int tree_reduce(const redcoll__call *call, int root, const int *from, int
   return REDCOLL_OK;
 }
 
-static int bcast_bytes(redcoll_comm *c, void *buf, size_t bytes, int root) {
+int redcoll__bcast_binomial(redcoll_comm *c, void *buf, size_t bytes, int root) {
   int p = c->size, rc;
   int vr = (c->rank - root + p) % p;
   int mask = 1;
@@ -98,11 +98,11 @@ static int allreduce_binary_tree(const redcoll__call *call) {
   if (nr > 0 && (tmp = redcoll__scratch(c, 0, bytes)) == NULL) return REDCOLL_ENOMEM;
   int rc = tree_reduce(call, 0, from, nr, parent, call->recvbuf, tmp);
   if (rc != REDCOLL_OK) return rc;
-  return bcast_bytes(c, call->recvbuf, bytes, 0);
+  return redcoll__bcast_binomial(c, call->recvbuf, bytes, 0);
 }
 
 static int bcast_binary_tree(const redcoll__call *call) {
-  return bcast_bytes(call->comm, call->recvbuf, call->count * call->esize, call->root);
+  return redcoll__bcast_binomial(call->comm, call->recvbuf, call->count * call->esize, call->root);
 }
 
 /* ---- cost: ceil(log2 p) rounds per tree pass ---------------------------- */

@@ -74,7 +74,7 @@ static int linear_reduce(const redcoll__call *call, const void *input, void *out
   return REDCOLL_OK;
 }
 
-static int linear_bcast_bytes(redcoll_comm *c, void *buf, size_t bytes, int root) {
+int redcoll__bcast_linear(redcoll_comm *c, void *buf, size_t bytes, int root) {
   if (c->rank != root) return redcoll__recv(c, root, buf, bytes);
   for (int i = 0; i < c->size; i++) {
     if (i == root) continue;
@@ -91,11 +91,11 @@ static int reduce_linear(const redcoll__call *call) {
 static int allreduce_linear(const redcoll__call *call) {
   int rc = linear_reduce(call, call->sendbuf, call->recvbuf, 0);
   if (rc != REDCOLL_OK) return rc;
-  return linear_bcast_bytes(call->comm, call->recvbuf, call->count * call->esize, 0);
+  return redcoll__bcast_linear(call->comm, call->recvbuf, call->count * call->esize, 0);
 }
 
 static int bcast_linear(const redcoll__call *call) {
-  return linear_bcast_bytes(call->comm, call->recvbuf, call->count * call->esize, call->root);
+  return redcoll__bcast_linear(call->comm, call->recvbuf, call->count * call->esize, call->root);
 }
 
 /* Block i of a reduce_scatter: element offset and count. */
@@ -155,7 +155,7 @@ static int allgather_linear(const redcoll__call *call) {
         return rc;
     }
   }
-  return linear_bcast_bytes(c, rbuf, total * call->esize, 0);
+  return redcoll__bcast_linear(c, rbuf, total * call->esize, 0);
 }
 
 /* ---- cost ---------------------------------------------------------------- */
