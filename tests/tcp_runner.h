@@ -156,7 +156,7 @@ static void tcp_run__uv_warm_up(void) {
 static int tcp_run__child(int rank, int p, const char *addrs, const tcp_run_opts *o,
                           int delay_ms, uint64_t timeout_ms,
                           const char *secret, uint64_t job_id, redcoll_rank_main fn,
-                          void *arg) {
+                          void *arg, int reserved_fd) {
 #ifdef REDCOLL_TEST_H
   int failures_before = test__failures; /* inherited from the parent */
 #endif
@@ -175,6 +175,12 @@ static int tcp_run__child(int rank, int p, const char *addrs, const tcp_run_opts
   int fds_before = tcp_run_fd_count();
   if (delay_ms > 0) tcp_run_sleep_ms(delay_ms);
   int rc = redcoll_tcp_comm_create(&cfg, &comm);
+  /* This rank's port is bound (and listened on) now: the reservation
+   * inherited from the parent goes. */
+  if (reserved_fd >= 0) {
+    close(reserved_fd);
+    if (fds_before >= 0) fds_before--;
+  }
   for (int k = 1; k <= o->recreate && rc == REDCOLL_OK; k++) {
     /* No sleep and no barrier: a rank's next communicator may connect to
      * the previous one of a rank that has not destroyed it yet. */
@@ -237,10 +243,17 @@ static int tcp_run_opts_run(int p, redcoll_rank_main fn, void *arg, tcp_run_opts
       goto out;
     }
     if (pid == 0) {
-      for (int i = 0; i < nports; i++) close(fds[i]);
+      /* The rank that listens on a reserved port keeps the reservation
+       * until it has bound the port itself: closed earlier, the port could
+       * be handed to another process's connection meanwhile. */
+      int mine = o->hosts ? r : r == 0 ? 0 : -1, kept = -1;
+      for (int i = 0; i < nports; i++) {
+        if (i == mine) kept = fds[i];
+        else close(fds[i]);
+      }
       int code = tcp_run__child(r, p, addrs, o,
                                 r < 64 ? o->start_delay_ms[r] : 0, tmo, r < 64 ? o->secrets[r] : NULL,
-                                r < 64 ? o->job_ids[r] : 0, fn, arg);
+                                r < 64 ? o->job_ids[r] : 0, fn, arg, kept);
       free(fds);
       free(pids);
       free(status);
