@@ -346,6 +346,19 @@ void errors(void) {
     CHECK(e.status() == REDCOLL_EINVAL);
   }
 
+  // predecessor with another k on one rank: the windows' lengths differ.
+  for (int p = 2; p <= 6; p++) {
+    try {
+      redcoll::threads_run(p, [](redcoll::comm_ref c) {
+        std::vector<int> v(3, c.rank());
+        (void)c.predecessor(c.rank() == 1 ? 1 : 2, v);
+      });
+      CHECK(!"predecessor with different k did not throw");
+    } catch (const redcoll::error &e) {
+      CHECK_INT(e.status(), REDCOLL_EMISMATCH);
+    }
+  }
+
   // The operator throws: the thrower aborts the communicator, its peers'
   // next collective fails, the operator's exception comes out of the runner.
   for (int p = 2; p <= 5; p++) {

@@ -419,9 +419,9 @@ class comm_ref {
    * fewer than k values together.  Any rank may pass any number of values,
    * none included; only its last k can matter.  k must be the same on
    * every rank (another k is a length mismatch); k = 0 returns an empty
-   * vector without communicating.  One exclusive scan of windows of k
-   * values: ceil(log2 p) rounds of k * sizeof(T) + 8 bytes.  Thrill:
-   * Predecessor. */
+   * vector without communicating.  One exclusive scan (redcoll_exscan) of
+   * one window of k values, 8 + k * sizeof(T) bytes: ceil(log2 p) rounds
+   * with hillis_steele.  Thrill: Predecessor. */
   template <class T>
   std::vector<T> predecessor(size_t k, const std::vector<T> &mine) {
     static_assert(std::is_trivially_copyable_v<T>, "redcoll: T must be trivially copyable");
