@@ -8,6 +8,9 @@
    carries the word `runnable` works:
      ```c runnable   compiled and linked against the library just built; run
                      when it has a main() (exit status 0 required)
+     ```cpp runnable as c, in C++17 by the compiler named in DOCS_CXX (the
+                     build's C++ compiler, set by tests/meson.build); skipped,
+                     and said so, when the build has none
      ```sh runnable  run by bash -e in a directory that looks like the source
                      tree with `build/` pointing at the build directory
 
@@ -23,7 +26,9 @@ import tempfile
 src, build, libdir, cc = (pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]),
                           pathlib.Path(sys.argv[3]), sys.argv[4])
 extra = sys.argv[5:]
+cxx = os.environ.get("DOCS_CXX", "")
 failures = []
+skipped = 0
 
 
 def fail(msg):
@@ -75,13 +80,18 @@ with tempfile.TemporaryDirectory() as tmp:
                 continue
             blocks += 1
             where = f"{doc.relative_to(src)} block {blocks} ({lang})"
-            if lang == "c":
-                csrc = tmp / f"block{blocks}.c"
+            if lang in ("c", "cpp"):
+                if lang == "cpp" and not cxx:
+                    skipped += 1
+                    print(f"{where}: skipped, no C++ compiler in this build")
+                    continue
+                csrc = tmp / f"block{blocks}.{lang}"
                 csrc.write_text(body)
                 exe = tmp / f"block{blocks}"
                 has_main = re.search(r"\bint\s+main\s*\(", body) is not None
-                cmd = [cc, "-std=c11", "-Wall", "-Wextra", "-Werror", "-I", str(src / "include"),
-                       *extra, str(csrc)]
+                cmd = ([cc, "-std=c11"] if lang == "c" else [cxx, "-std=c++17", "-pedantic"])
+                cmd += ["-Wall", "-Wextra", "-Werror", "-I", str(src / "include"), *extra,
+                        str(csrc)]
                 cmd += (["-o", str(exe), "-L", str(libdir), "-lredcoll", "-Wl,-rpath," + str(libdir),
                          "-pthread"] if has_main else ["-c", "-o", str(exe) + ".o"])
                 r = subprocess.run(cmd, capture_output=True, text=True)
@@ -99,7 +109,8 @@ with tempfile.TemporaryDirectory() as tmp:
                     fail(f"{where} exits with {r.returncode}:\n{r.stdout[-2000:]}{r.stderr[-2000:]}")
             else:
                 fail(f"{where}: do not know how to run {lang}")
-print(f"{blocks} runnable code blocks checked")
+print(f"{blocks - skipped} runnable code blocks checked" +
+      (f", {skipped} skipped (no C++ compiler)" if skipped else ""))
 if failures:
     print(f"{len(failures)} failures")
     sys.exit(1)
