@@ -2,7 +2,9 @@
 # Checks redcoll as another project sees it:
 #  1. installed to a temporary prefix: pkg-config alone (with only redcoll's
 #     .pc visible, so that libuv's and libsodium's are not needed) builds
-#     the threads example, which then runs without LD_LIBRARY_PATH; the
+#     the threads example (and, with a C++ compiler, the C++ word count
+#     through the installed redcoll.hpp), which then runs without
+#     LD_LIBRARY_PATH; the
 #     installed redcoll-bench runs too (it finds the library by its rpath);
 #  2. as a Meson subproject of a small parent project with the tests,
 #     examples, benchmarks and tools off: the parent builds and runs, and
@@ -34,6 +36,15 @@ cc -std=c11 $cflags "$root/examples/threads_allreduce.c" -o "$tmp/app" $libs -Wl
 unset PKG_CONFIG_LIBDIR
 env -u LD_LIBRARY_PATH "$tmp/app" > "$tmp/app.out"
 grep -q verified "$tmp/app.out" || { cat "$tmp/app.out"; exit 1; }
+
+if command -v c++ > /dev/null; then
+  step "build the C++ example with pkg-config alone"
+  export PKG_CONFIG_LIBDIR="$(dirname "$pc")"
+  # shellcheck disable=SC2086
+  c++ -std=c++17 $cflags "$root/examples/wordcount.cpp" -o "$tmp/wc" $libs -Wl,-rpath,"$libdir"
+  unset PKG_CONFIG_LIBDIR
+  env -u LD_LIBRARY_PATH "$tmp/wc" > "$tmp/wc.out" || { cat "$tmp/wc.out"; exit 1; }
+fi
 
 step "run the installed redcoll-bench"
 env -u LD_LIBRARY_PATH "$tmp/prefix/bin/redcoll-bench" --np 3 --sizes 8:64 --iters 2 \
