@@ -282,19 +282,16 @@ typedef void (*rc_fn)(void *out, const void *left, const void *right, size_t n);
  * portable loops are made of them, and the x86 paths fall back on them for
  * a vector that holds a NaN and for the tail. */
 
-#define RC_F16_INF 0x7c00u
-#define RC_F16_QUIET 0x0200u
-#define RC_BF16_INF 0x7f80u
-#define RC_BF16_QUIET 0x0040u
-
-/* r (the float32 result, converted) with the NaN rule applied; branch-free
- * for the vectorised portable loops. */
-static inline uint16_t rc_half_nan(uint32_t a, uint32_t b, uint32_t r, uint32_t inf,
-                                   uint32_t quiet) {
-  r = rc_sel(rc_gt(r & 0x7fffu, inf), 0x8000u | inf | quiet, r);
-  r = rc_sel(rc_gt(b & 0x7fffu, inf), b | quiet, r);
-  r = rc_sel(rc_gt(a & 0x7fffu, inf), a | quiet, r);
-  return (uint16_t)r;
+/* The float32 result r of a SUM or PROD of the widened operands x (left)
+ * and y with the NaN rule applied, before it is narrowed; branch-free for
+ * the vectorised portable loops, and in float32 lanes only.  The decoders
+ * keep a NaN's payload and the encoders keep its top and set the quiet
+ * bit, so a float32 NaN stands for the half NaN; 0xffc00000 narrows to
+ * 0xfe00 / 0xffc0. */
+static inline float rc_half_nan(float x, float y, float r) {
+  uint32_t v = rc_sel(r != r, 0xffc00000u, rc_bits(r));
+  v = rc_sel(y != y, rc_bits(y), v);
+  return rc_float(rc_sel(x != x, rc_bits(x), v));
 }
 
 /* rc_r_OP_S: elements [from, to) by rc_e_OP_S, for the SIMD paths' tail and
@@ -308,12 +305,14 @@ static inline uint16_t rc_half_nan(uint32_t a, uint32_t b, uint32_t r, uint32_t 
   }
 
 /* The encoders quiet a NaN that MIN and MAX pass through (the left one). */
-#define RC_HALF_ELEMS(S, TO32, TO16, INF, QUIET)                                       \
+#define RC_HALF_ELEMS(S, TO32, TO16)                                       \
   static inline uint16_t rc_e_sum_##S(uint16_t a, uint16_t b) {                        \
-    return rc_half_nan(a, b, TO16(TO32(a) + TO32(b)), INF, QUIET);                     \
+    float x = TO32(a), y = TO32(b);                                                    \
+    return TO16(rc_half_nan(x, y, x + y));                                             \
   }                                                                                    \
   static inline uint16_t rc_e_prod_##S(uint16_t a, uint16_t b) {                       \
-    return rc_half_nan(a, b, TO16(TO32(a) * TO32(b)), INF, QUIET);                     \
+    float x = TO32(a), y = TO32(b);                                                    \
+    return TO16(rc_half_nan(x, y, x * y));                                             \
   }                                                                                    \
   static inline uint16_t rc_e_min_##S(uint16_t a, uint16_t b) {                        \
     return TO16(RC_MIN(TO32(a), TO32(b)));                                             \
@@ -330,8 +329,8 @@ static inline uint16_t rc_half_nan(uint32_t a, uint32_t b, uint32_t r, uint32_t 
   RC_KERNEL(min_##S, uint16_t, rc_e_min_##S(a, b))                                     \
   RC_KERNEL(max_##S, uint16_t, rc_e_max_##S(a, b))
 
-RC_HALF_ELEMS(f16, rc_f16_to_f32, rc_f32_to_f16, RC_F16_INF, RC_F16_QUIET)
-RC_HALF_ELEMS(bf16, rc_bf16_to_f32, rc_f32_to_bf16, RC_BF16_INF, RC_BF16_QUIET)
+RC_HALF_ELEMS(f16, rc_f16_to_f32, rc_f32_to_f16)
+RC_HALF_ELEMS(bf16, rc_bf16_to_f32, rc_f32_to_bf16)
 
 /* ---- float16 and bfloat16 on x86-64: AVX2 + F16C, AVX-512 ----------------
  *
