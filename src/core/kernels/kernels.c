@@ -320,10 +320,6 @@ static inline float rc_half_nan(float x, float y, float r) {
   static inline uint16_t rc_e_max_##S(uint16_t a, uint16_t b) {                        \
     return TO16(RC_MAX(TO32(a), TO32(b)));                                             \
   }                                                                                    \
-  RC_HALF_RANGE(sum, S)                                                                \
-  RC_HALF_RANGE(prod, S)                                                               \
-  RC_HALF_RANGE(min, S)                                                                \
-  RC_HALF_RANGE(max, S)                                                                \
   RC_KERNEL(sum_##S, uint16_t, rc_e_sum_##S(a, b))                                     \
   RC_KERNEL(prod_##S, uint16_t, rc_e_prod_##S(a, b))                                   \
   RC_KERNEL(min_##S, uint16_t, rc_e_min_##S(a, b))                                     \
@@ -380,6 +376,10 @@ RC_HALF_ELEMS(bf16, rc_bf16_to_f32, rc_f32_to_bf16)
 
 /* Elements [from, to) by the rc_e_ function. */
 #define RC_HALF_SCALAR(OP, S, from, to) rc_r_##OP##_##S(o, l, r, from, to)
+#define RC_HALF_RANGES(S) \
+  RC_HALF_RANGE(sum, S) RC_HALF_RANGE(prod, S) RC_HALF_RANGE(min, S) RC_HALF_RANGE(max, S)
+RC_HALF_RANGES(f16)
+RC_HALF_RANGES(bf16)
 
 /* float16: two vectors per iteration, one test for a NaN in either (an
  * unordered comparison of the two).  The AVX-512 path uses these loops too:
