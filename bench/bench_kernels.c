@@ -1,5 +1,5 @@
 /*
- * Throughput of the local SUM kernels next to memcpy, on the same buffers.
+ * Throughput of the local kernels next to memcpy, on the same buffers.
  *
  * For each vector size (the bytes of one buffer) it times
  *   memcpy(out, left, bytes)                   2 streams: 1 read, 1 write
@@ -25,6 +25,12 @@
  * cache-resident throughput.  Default sizes: 16 KiB (three buffers fill a
  * 48 KiB L1), 256 KiB (L2), 1 MiB, 64 MiB (beyond L2: DRAM or a large L3).
  *
+ * float16 and bfloat16 SUM, MIN and MAX run on every kernel path the CPU
+ * has (portable, avx2, avx512: kernels/kernels.h), side by side in the same
+ * rounds; the in-place sums on the default path.  MIN and MAX rows count
+ * their traffic like a sum (3 x size).  This is why the benchmark links the
+ * internal static library rather than libredcoll.so: it switches paths.
+ *
  * Usage: bench_kernels [-a] [rounds [bytes ...]]   (default 31 rounds;
  *        -a: all three buffers at the same offset in their pages)
  */
@@ -35,6 +41,7 @@
 #include <time.h>
 
 #include "redcoll/redcoll.h"
+#include "kernels/kernels.h"
 #include "../tools/stats.h"
 
 #define MIN_SAMPLE_SECONDS 0.0005
@@ -43,24 +50,51 @@
 
 
 
-typedef enum { CASE_MEMCPY, CASE_SUM, CASE_SUM_INPLACE } case_kind;
+typedef enum { CASE_MEMCPY, CASE_OP, CASE_OP_INPLACE } case_kind;
 
 typedef struct {
-  const char *name;
+  char name[40];
   case_kind kind;
   redcoll_dtype dt;
+  const redcoll_op *op;
+  int path; /* float16 / bfloat16 kernel path, -1 for the default */
 } bench_case;
 
-static const bench_case cases[] = {
-    {"memcpy", CASE_MEMCPY, REDCOLL_UINT8},
-    {"sum float32", CASE_SUM, REDCOLL_FLOAT32},
-    {"sum float32 in place", CASE_SUM_INPLACE, REDCOLL_FLOAT32},
-    {"sum float64", CASE_SUM, REDCOLL_FLOAT64},
-    {"sum float64 in place", CASE_SUM_INPLACE, REDCOLL_FLOAT64},
-    {"sum bfloat16", CASE_SUM, REDCOLL_BFLOAT16},
-    {"sum float16", CASE_SUM, REDCOLL_FLOAT16},
-};
-#define NCASES (sizeof cases / sizeof cases[0])
+#define MAX_CASES 64
+static bench_case cases[MAX_CASES];
+static size_t NCASES;
+
+static void add_case(case_kind kind, redcoll_dtype dt, const redcoll_op *op, const char *opname,
+                     int path) {
+  bench_case *c = &cases[NCASES++];
+  c->kind = kind;
+  c->dt = dt;
+  c->op = op;
+  c->path = path;
+  if (kind == CASE_MEMCPY)
+    snprintf(c->name, sizeof c->name, "memcpy");
+  else
+    snprintf(c->name, sizeof c->name, "%s %s%s%s%s", opname, redcoll_dtype_name(dt),
+             path >= 0 ? " " : "", path >= 0 ? redcoll__half_path_name(path) : "",
+             kind == CASE_OP_INPLACE ? " in place" : "");
+}
+
+static void make_cases(void) {
+  add_case(CASE_MEMCPY, REDCOLL_UINT8, NULL, "", -1);
+  add_case(CASE_OP, REDCOLL_FLOAT32, REDCOLL_SUM, "sum", -1);
+  add_case(CASE_OP_INPLACE, REDCOLL_FLOAT32, REDCOLL_SUM, "sum", -1);
+  add_case(CASE_OP, REDCOLL_FLOAT64, REDCOLL_SUM, "sum", -1);
+  add_case(CASE_OP_INPLACE, REDCOLL_FLOAT64, REDCOLL_SUM, "sum", -1);
+  static const redcoll_dtype halves[2] = {REDCOLL_BFLOAT16, REDCOLL_FLOAT16};
+  const redcoll_op *ops[3] = {REDCOLL_SUM, REDCOLL_MIN, REDCOLL_MAX};
+  static const char *const opnames[3] = {"sum", "min", "max"};
+  for (int d = 0; d < 2; d++) {
+    for (int o = 0; o < 3; o++)
+      for (int p = 0; p < REDCOLL__HALF_PATHS; p++)
+        if (redcoll__half_path_supported(p)) add_case(CASE_OP, halves[d], ops[o], opnames[o], p);
+    add_case(CASE_OP_INPLACE, halves[d], REDCOLL_SUM, "sum", redcoll__half_path());
+  }
+}
 
 static volatile unsigned char sink;
 
@@ -88,16 +122,17 @@ typedef struct {
  * error. */
 static double run(const bench_case *bc, const buffers *b, size_t bytes, size_t reps) {
   size_t count = bytes / redcoll_dtype_size(bc->dt);
+  if (bc->path >= 0 && redcoll__half_path_set(bc->path) != REDCOLL_OK) return -1.0;
   double t0 = stats_now();
   for (size_t k = 0; k < reps; k++) {
     int rc = REDCOLL_OK;
     switch (bc->kind) {
       case CASE_MEMCPY: memcpy(b->out, b->left, bytes); break;
-      case CASE_SUM:
-        rc = redcoll_reduce_local(b->out, b->left, b->right, count, bc->dt, REDCOLL_SUM);
+      case CASE_OP:
+        rc = redcoll_reduce_local(b->out, b->left, b->right, count, bc->dt, bc->op);
         break;
-      case CASE_SUM_INPLACE:
-        rc = redcoll_reduce_local(b->out, b->out, b->right, count, bc->dt, REDCOLL_SUM);
+      case CASE_OP_INPLACE:
+        rc = redcoll_reduce_local(b->out, b->out, b->right, count, bc->dt, bc->op);
         break;
     }
     if (rc != REDCOLL_OK) return -1.0;
@@ -118,7 +153,7 @@ static void print_bytes(char *s, size_t n, size_t bytes) {
 
 /* Runs every case at one size; prints one table row per case. */
 static int bench_size(const buffers *b, size_t bytes, int rounds) {
-  size_t reps[NCASES];
+  size_t reps[MAX_CASES];
   double *out_rate = malloc(NCASES * (size_t)rounds * sizeof *out_rate);
   double *ratio = malloc((size_t)rounds * sizeof *ratio);
   double *tmp = malloc((size_t)rounds * sizeof *tmp);
@@ -153,7 +188,7 @@ static int bench_size(const buffers *b, size_t bytes, int rounds) {
         fill(b->right, bytes, cases[c].dt, 2);
         filled = cases[c].dt;
       }
-      if (cases[c].kind == CASE_SUM_INPLACE) fill(b->out, bytes, cases[c].dt, 3);
+      if (cases[c].kind == CASE_OP_INPLACE) fill(b->out, bytes, cases[c].dt, 3);
       (void)run(&cases[c], b, bytes, 1); /* bring the buffers back into cache */
       double dt = run(&cases[c], b, bytes, reps[c]);
       if (dt <= 0) goto done;
@@ -170,7 +205,7 @@ static int bench_size(const buffers *b, size_t bytes, int rounds) {
     memcpy(tmp, rate, (size_t)rounds * sizeof *tmp);
     qsort(tmp, (size_t)rounds, sizeof *tmp, stats_cmp_double);
     double med = tmp[rounds / 2], best = tmp[rounds - 1];
-    printf("| %-7s | %-20s | %8.1f | %8.1f | %8.1f |", sname, cases[c].name, mult * best, best,
+    printf("| %-7s | %-28s | %8.1f | %8.1f | %8.1f |", sname, cases[c].name, mult * best, best,
            med);
     if (cases[c].kind == CASE_MEMCPY) {
       cpy_best = best;
@@ -224,6 +259,7 @@ int main(int argc, char **argv) {
   for (size_t s = 0; s < nsizes; s++)
     if (sizes[s] > max) max = sizes[s];
   int status = 1;
+  make_cases();
   /* The three buffers start at different offsets within a 4 KiB page
    * (STAGGER apart): when out[i], left[i] and right[i] share their low 12
    * address bits, loads falsely depend on earlier stores ("4K aliasing"),
@@ -244,14 +280,14 @@ int main(int argc, char **argv) {
   b.right = mem[2] + 2 * stagger;
 
   printf("GB/s = 1e9 bytes/s; %d rounds, every case once per round, interleaved.\n", rounds);
-  printf("traffic = bytes read + written per second (memcpy 2 x size, sum 3 x size);\n");
+  printf("traffic = bytes read + written per second (memcpy 2 x size, the others 3 x size);\n");
   printf("output = size / time.  max = best round, med = median round.\n");
   printf("traf/cpy, out/cpy: best rate / best memcpy rate; rounds: median over rounds of\n");
   printf("(output rate / memcpy output rate in the same round).\n");
   printf("Buffers %zu bytes apart in their pages.\n\n", stagger);
-  printf("| size    | case                 | traf max |  out max |  out med | traf/cpy |"
+  printf("| size    | case                         | traf max |  out max |  out med | traf/cpy |"
          "  out/cpy |   rounds |\n");
-  printf("|---------|----------------------|---------:|---------:|---------:|---------:|"
+  printf("|---------|------------------------------|---------:|---------:|---------:|---------:|"
          "---------:|---------:|\n");
   for (size_t s = 0; s < nsizes; s++)
     if (bench_size(&b, sizes[s], rounds) != 0) goto done;

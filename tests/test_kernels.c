@@ -8,12 +8,20 @@
  * double, float16 and bfloat16 through a frexp/ldexp based encoder and
  * decoder.  The reference encoder is also compared with the library's
  * float32 -> float16/bfloat16 conversion on millions of sampled floats.
+ *
+ * float16 and bfloat16 have several kernel paths (portable C, AVX2 + F16C,
+ * AVX-512; kernels/kernels.h): every case that reduces them runs on each
+ * path this CPU supports, and each must give the reference's bits, NaNs
+ * included.  test_half_sweep pairs all 65536 left patterns with 512 right
+ * ones per (dtype, op, path); REDCOLL_TEST_ALL_PAIRS=1 in the environment
+ * makes that all 2^32 pairs (minutes, by hand).
  */
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
 
 #include "internal.h"
+#include "kernels/kernels.h"
 #include "test.h"
 
 /* ---- helpers -------------------------------------------------------------- */
@@ -153,6 +161,78 @@ static uint32_t ref_encode(double v, int mbits, int ebits) {
 
 static int h_isnan(uint32_t h) { return (h & 0x7c00u) == 0x7c00u && (h & 0x3ffu) != 0; }
 static int b_isnan(uint32_t h) { return (h & 0x7f80u) == 0x7f80u && (h & 0x7fu) != 0; }
+
+/* A second encoder, fast enough for hundreds of millions of elements:
+ * float32 bits u (not NaN) to a format of mbits fraction and ebits exponent
+ * bits, the textbook way (integer significand, guard and sticky bits).
+ * test_half_sampled checks it against ref_encode. */
+static uint32_t tb_encode(uint32_t u, int mbits, int ebits) {
+  int bias = (1 << (ebits - 1)) - 1, emin = 1 - bias;
+  uint32_t sign = (u >> 31) << (mbits + ebits);
+  uint32_t infbits = ((1u << ebits) - 1) << mbits;
+  int e = (int)((u >> 23) & 0xffu);
+  uint32_t m = u & 0x7fffffu;
+  if (e == 255) return sign | infbits;
+  if (e == 0 && m == 0) return sign;
+  uint64_t sig = e == 0 ? m : (m | 0x800000u); /* value = sig * 2^ex */
+  int ex = e == 0 ? -149 : e - 150;
+  int lg = ex + 63 - __builtin_clzll(sig); /* floor(log2(value)) */
+  int k = lg < emin ? emin : lg;
+  int shift = (k - mbits) - ex; /* bits of sig below the format's unit */
+  uint64_t n;
+  if (shift <= 0) {
+    n = sig << -shift;
+  } else if (shift > 25) {
+    n = 0; /* below half a unit */
+  } else {
+    uint64_t rem = sig & ((1ull << shift) - 1), half = 1ull << (shift - 1);
+    n = sig >> shift;
+    if (rem > half || (rem == half && (n & 1))) n++;
+  }
+  if (n == (2ull << mbits)) { /* rounded up to the next power of two */
+    n >>= 1;
+    k++;
+  }
+  if (k > bias) return sign | infbits;
+  if (n < (1ull << mbits)) return sign | (uint32_t)n; /* subnormal or zero */
+  return sign | ((uint32_t)(k + bias) << mbits) | (uint32_t)(n - (1ull << mbits));
+}
+
+/* Decoded float16 and bfloat16 patterns, filled from ref_decode. */
+static float dec_h[65536], dec_b[65536];
+static int dec_ready;
+
+static void dec_init(void) {
+  if (dec_ready) return;
+  for (uint32_t h = 0; h <= 0xffffu; h++) {
+    dec_h[h] = (float)ref_decode(h, H_M, H_E);
+    dec_b[h] = (float)ref_decode(h, B_M, B_E);
+  }
+  dec_ready = 1;
+}
+
+/* The expected float16 / bfloat16 result bits of left op right, NaN rule
+ * included (kernels.c): SUM and PROD give the left NaN quiet, else the right
+ * NaN quiet, else for a NaN made by the operation 0xfe00 / 0xffc0; MIN and
+ * MAX give the left operand unless the right compares lower (higher), a
+ * NaN quiet. */
+static uint32_t ref_half(redcoll_dtype dt, int op, uint32_t a, uint32_t b) {
+  int f16 = dt == REDCOLL_FLOAT16;
+  uint32_t inf = f16 ? 0x7c00u : 0x7f80u, quiet = f16 ? 0x200u : 0x40u;
+  int an = (a & 0x7fffu) > inf, bn = (b & 0x7fffu) > inf;
+  const float *dec = f16 ? dec_h : dec_b;
+  if (op == REDCOLL__OP_MIN || op == REDCOLL__OP_MAX) {
+    int right = !an && !bn && (op == REDCOLL__OP_MIN ? dec[b] < dec[a] : dec[b] > dec[a]);
+    return right ? b : an ? a | quiet : a;
+  }
+  if (an) return a | quiet;
+  if (bn) return b | quiet;
+  float v = op == REDCOLL__OP_SUM ? dec[a] + dec[b] : dec[a] * dec[b];
+  if (isnan(v)) return 0x8000u | inf | quiet;
+  return f16 ? tb_encode(f32_bits(v), H_M, H_E) : tb_encode(f32_bits(v), B_M, B_E);
+}
+
+static int is_half(redcoll_dtype dt) { return dt == REDCOLL_FLOAT16 || dt == REDCOLL_BFLOAT16; }
 
 /* ---- reference reduction ---------------------------------------------------- */
 
@@ -316,6 +396,9 @@ static uint64_t random_elem(redcoll_dtype dt) {
 
 enum { ALIAS_NONE, ALIAS_LEFT, ALIAS_RIGHT, ALIAS_BOTH, ALIAS_COUNT };
 
+/* Elements where the two float16 / bfloat16 references differ. */
+static size_t ref_disagree;
+
 /* Runs one (dtype, op, count, aliasing, misalignment) case; returns the
  * number of wrong elements. */
 static size_t run_case(redcoll_dtype dt, int opid, size_t count, int alias, size_t shift,
@@ -343,6 +426,14 @@ static size_t run_case(redcoll_dtype dt, int opid, size_t count, int alias, size
     uint64_t lv = get_elem(l, i, es), rv = get_elem(r, i, es);
     int nan_any = 0;
     want[i] = is_int(dt) ? ref_int(dt, opid, lv, rv) : ref_float(dt, opid, lv, rv, &nan_any);
+    if (is_half(dt)) {
+      /* The exact reference with its NaN rule; where the frexp/ldexp one
+       * gives bits, both must agree. */
+      uint64_t exact = ref_half(dt, opid, (uint32_t)lv, (uint32_t)rv);
+      if (!nan_any && exact != want[i]) ref_disagree++;
+      want[i] = exact;
+      nan_any = 0;
+    }
     any[i] = (char)nan_any;
   }
   const void *lp = l, *rp = r;
@@ -391,22 +482,40 @@ static int pair_valid(redcoll_dtype dt, int opid) {
 
 /* ---- tests ------------------------------------------------------------------- */
 
+/* The float16 / bfloat16 paths this CPU runs; *n of them. */
+static int half_paths(int *paths) {
+  int n = 0;
+  for (int p = 0; p < REDCOLL__HALF_PATHS; p++)
+    if (redcoll__half_path_supported(p)) paths[n++] = p;
+  return n;
+}
+
 static void test_all_pairs(void) {
-  static const size_t counts[] = {0, 1, 7, 33, 4099};
+  static const size_t counts[] = {0, 1, 7, 15, 16, 17, 31, 32, 33, 47, 4099};
+  int paths[REDCOLL__HALF_PATHS], npaths = half_paths(paths);
+  dec_init();
+  ref_disagree = 0;
   for (int d = 0; d < REDCOLL_CUSTOM; d++) {
     for (int o = 0; o < REDCOLL__OP_COUNT; o++) {
       if (!pair_valid((redcoll_dtype)d, o)) continue;
-      size_t bad = 0;
-      for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++)
-        for (int a = 0; a < ALIAS_COUNT; a++)
-          for (size_t shift = 0; shift < 3; shift++)
-            bad += run_case((redcoll_dtype)d, o, counts[c], a,
-                            shift == 2 ? 1 : shift * redcoll_dtype_size((redcoll_dtype)d),
-                            builtin(o));
-      CHECK_MSG(bad == 0, "%s op %d: %zu wrong elements", redcoll_dtype_name((redcoll_dtype)d), o,
-                bad);
+      /* the half types on every path, the others once */
+      for (int k = 0; k < (is_half((redcoll_dtype)d) ? npaths : 1); k++) {
+        if (is_half((redcoll_dtype)d)) CHECK_INT(redcoll__half_path_set(paths[k]), REDCOLL_OK);
+        size_t bad = 0;
+        for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++)
+          for (int a = 0; a < ALIAS_COUNT; a++)
+            for (size_t shift = 0; shift < 3; shift++)
+              bad += run_case((redcoll_dtype)d, o, counts[c], a,
+                              shift == 2 ? 1 : shift * redcoll_dtype_size((redcoll_dtype)d),
+                              builtin(o));
+        CHECK_MSG(bad == 0, "%s op %d path %s: %zu wrong elements",
+                  redcoll_dtype_name((redcoll_dtype)d), o,
+                  is_half((redcoll_dtype)d) ? redcoll__half_path_name(paths[k]) : "-", bad);
+      }
     }
   }
+  CHECK_INT(redcoll__half_path_set(-1), REDCOLL_OK);
+  CHECK_MSG(ref_disagree == 0, "the two half references disagree on %zu elements", ref_disagree);
 }
 
 static int noop_calls;
@@ -841,7 +950,7 @@ static void test_half_exhaustive(void) {
  * float16 covers, and exact ties. */
 static void test_half_sampled(void) {
   const size_t n = 3000000;
-  size_t bad_h = 0, bad_b = 0, nan_bad = 0;
+  size_t bad_h = 0, bad_b = 0, nan_bad = 0, bad_tb = 0;
 #ifdef __FLT16_MAX__
   size_t bad_native = 0;
 #endif
@@ -877,6 +986,9 @@ static void test_half_sampled(void) {
                 ref_encode((double)f, H_M, H_E));
       bad_h++;
     }
+    if (tb_encode(u, H_M, H_E) != ref_encode((double)f, H_M, H_E) ||
+        tb_encode(u, B_M, B_E) != ref_encode((double)f, B_M, B_E))
+      bad_tb++;
     if (b != ref_encode((double)f, B_M, B_E)) {
       if (bad_b == 0)
         fprintf(stderr, "  f32_to_bf16(%#x) = %#x, reference %#x\n", u, b,
@@ -894,9 +1006,217 @@ static void test_half_sampled(void) {
   CHECK_MSG(bad_h == 0, "%zu of %zu sampled f32_to_f16 differ from the reference", bad_h, n);
   CHECK_MSG(bad_b == 0, "%zu of %zu sampled f32_to_bf16 differ from the reference", bad_b, n);
   CHECK_MSG(nan_bad == 0, "%zu NaNs converted wrongly", nan_bad);
+  CHECK_MSG(bad_tb == 0, "%zu sampled tb_encode differ from the reference", bad_tb);
 #ifdef __FLT16_MAX__
   CHECK_MSG(bad_native == 0, "%zu sampled f32_to_f16 differ from _Float16", bad_native);
 #endif
 }
 
-TEST_MAIN(TEST(test_ops_and_dtypes), TEST(test_half_cases), TEST(test_half_exhaustive), TEST(test_half_sampled), TEST(test_all_pairs), TEST(test_invalid_pairs), TEST(test_buffer_args), TEST(test_wraparound), TEST(test_float_minmax), TEST(test_user_op))
+/* ---- float16 / bfloat16 paths ------------------------------------------------ */
+
+static void test_half_paths(void) {
+  CHECK(strcmp(redcoll__half_path_name(REDCOLL__HALF_PORTABLE), "portable") == 0);
+  CHECK(strcmp(redcoll__half_path_name(REDCOLL__HALF_AVX2), "avx2") == 0);
+  CHECK(strcmp(redcoll__half_path_name(REDCOLL__HALF_AVX512), "avx512") == 0);
+  CHECK(redcoll__half_path_name(REDCOLL__HALF_PATHS) == NULL);
+  CHECK(redcoll__half_path_name(-1) == NULL);
+  CHECK_INT(redcoll__half_path_supported(REDCOLL__HALF_PORTABLE), 1);
+  CHECK_INT(redcoll__half_path_supported(REDCOLL__HALF_PATHS), 0);
+  CHECK_INT(redcoll__half_path_set(REDCOLL__HALF_PATHS), REDCOLL_ENOTSUP);
+  CHECK_INT(redcoll__half_path_set(-2), REDCOLL_ENOTSUP);
+  int def = redcoll__half_path();
+  CHECK(redcoll__half_path_supported(def));
+  fprintf(stderr, "  half paths here:");
+  for (int p = 0; p < REDCOLL__HALF_PATHS; p++) {
+    if (!redcoll__half_path_supported(p)) continue;
+    fprintf(stderr, " %s%s", redcoll__half_path_name(p), p == def ? " (default)" : "");
+    CHECK_INT(redcoll__half_path_set(p), REDCOLL_OK);
+    CHECK_INT(redcoll__half_path(), p);
+  }
+  fputc('\n', stderr);
+  /* Without REDCOLL_HALF_KERNELS the default is the last supported path. */
+  if (getenv("REDCOLL_HALF_KERNELS") == NULL) {
+    int best = 0;
+    for (int p = 0; p < REDCOLL__HALF_PATHS; p++)
+      if (redcoll__half_path_supported(p)) best = p;
+    CHECK_INT(def, best);
+  }
+  CHECK_INT(redcoll__half_path_set(-1), REDCOLL_OK);
+  CHECK_INT(redcoll__half_path(), def);
+}
+
+/* The NaN rule, signed zeros, overflow and subnormals by name, each case
+ * placed among ordinary elements of a vector long enough for the SIMD loops
+ * (which hand a vector holding a NaN to the element functions), on every
+ * path. */
+static void test_half_nan_rule(void) {
+  static const struct {
+    redcoll_dtype dt;
+    int op;
+    uint16_t a, b, want;
+  } cases[] = {
+      {REDCOLL_FLOAT16, REDCOLL__OP_SUM, 0x7c01, 0x3c00, 0x7e01},  /* signalling NaN left: quiet */
+      {REDCOLL_FLOAT16, REDCOLL__OP_SUM, 0x3c00, 0xfc05, 0xfe05},  /* NaN right, sign kept */
+      {REDCOLL_FLOAT16, REDCOLL__OP_PROD, 0x7e00, 0xfd00, 0x7e00}, /* two NaNs: the left one */
+      {REDCOLL_FLOAT16, REDCOLL__OP_SUM, 0xfd00, 0x7e00, 0xff00},
+      {REDCOLL_FLOAT16, REDCOLL__OP_SUM, 0x7c00, 0xfc00, 0xfe00},  /* inf - inf */
+      {REDCOLL_FLOAT16, REDCOLL__OP_PROD, 0x0000, 0x7c00, 0xfe00}, /* 0 * inf */
+      {REDCOLL_FLOAT16, REDCOLL__OP_SUM, 0x7bff, 0x7bff, 0x7c00},  /* overflow */
+      {REDCOLL_FLOAT16, REDCOLL__OP_SUM, 0x7bff, 0x5000, 0x7c00},  /* 65504 + 32 = 65536: inf */
+      {REDCOLL_FLOAT16, REDCOLL__OP_SUM, 0x7bff, 0x4c00, 0x7c00},  /* 65504 + 16: tie, to inf */
+      {REDCOLL_FLOAT16, REDCOLL__OP_SUM, 0x7bff, 0x4800, 0x7bff},  /* 65504 + 8: down */
+      {REDCOLL_FLOAT16, REDCOLL__OP_SUM, 0x8000, 0x8000, 0x8000},  /* -0 + -0 */
+      {REDCOLL_FLOAT16, REDCOLL__OP_SUM, 0x8000, 0x0000, 0x0000},  /* -0 + 0 */
+      {REDCOLL_FLOAT16, REDCOLL__OP_SUM, 0x0001, 0x0001, 0x0002},  /* subnormals */
+      {REDCOLL_FLOAT16, REDCOLL__OP_SUM, 0x03ff, 0x0001, 0x0400},  /* into the normals */
+      {REDCOLL_FLOAT16, REDCOLL__OP_PROD, 0x0400, 0x3800, 0x0200}, /* to a subnormal */
+      {REDCOLL_FLOAT16, REDCOLL__OP_PROD, 0x0001, 0x3800, 0x0000}, /* half a unit: tie to 0 */
+      {REDCOLL_FLOAT16, REDCOLL__OP_PROD, 0x0003, 0x3800, 0x0002}, /* 1.5 units: tie to 2 */
+      {REDCOLL_FLOAT16, REDCOLL__OP_PROD, 0x8001, 0x3400, 0x8000}, /* underflow to -0 */
+      {REDCOLL_FLOAT16, REDCOLL__OP_SUM, 0x3c00, 0x1000, 0x3c00},  /* 1 + 2^-11: tie, to even */
+      {REDCOLL_FLOAT16, REDCOLL__OP_SUM, 0x3c01, 0x1000, 0x3c02},  /* tie, up to even */
+      {REDCOLL_FLOAT16, REDCOLL__OP_MIN, 0x3c00, 0x7e00, 0x3c00},  /* NaN right: dropped */
+      {REDCOLL_FLOAT16, REDCOLL__OP_MIN, 0x7c01, 0x3c00, 0x7e01},  /* NaN left: kept, quiet */
+      {REDCOLL_FLOAT16, REDCOLL__OP_MAX, 0xfd01, 0x3c00, 0xff01},
+      {REDCOLL_FLOAT16, REDCOLL__OP_MAX, 0x8000, 0x0000, 0x8000},  /* -0 vs 0: left kept */
+      {REDCOLL_FLOAT16, REDCOLL__OP_MIN, 0x0000, 0x8000, 0x0000},
+      {REDCOLL_FLOAT16, REDCOLL__OP_MIN, 0x0002, 0x0001, 0x0001},
+      {REDCOLL_FLOAT16, REDCOLL__OP_MAX, 0xfc00, 0x7c00, 0x7c00},
+      {REDCOLL_BFLOAT16, REDCOLL__OP_SUM, 0x7f81, 0x3f80, 0x7fc1},
+      {REDCOLL_BFLOAT16, REDCOLL__OP_SUM, 0x3f80, 0xff81, 0xffc1},
+      {REDCOLL_BFLOAT16, REDCOLL__OP_PROD, 0x7fc5, 0xffc0, 0x7fc5},
+      {REDCOLL_BFLOAT16, REDCOLL__OP_SUM, 0x7f80, 0xff80, 0xffc0},  /* inf - inf */
+      {REDCOLL_BFLOAT16, REDCOLL__OP_PROD, 0x8000, 0xff80, 0xffc0}, /* -0 * -inf */
+      {REDCOLL_BFLOAT16, REDCOLL__OP_SUM, 0x7f7f, 0x7f7f, 0x7f80},  /* overflow */
+      {REDCOLL_BFLOAT16, REDCOLL__OP_PROD, 0xff7f, 0x4000, 0xff80},
+      {REDCOLL_BFLOAT16, REDCOLL__OP_SUM, 0x8000, 0x8000, 0x8000},
+      {REDCOLL_BFLOAT16, REDCOLL__OP_SUM, 0x0000, 0x8000, 0x0000},
+      {REDCOLL_BFLOAT16, REDCOLL__OP_SUM, 0x0001, 0x0001, 0x0002},  /* subnormals */
+      {REDCOLL_BFLOAT16, REDCOLL__OP_SUM, 0x007f, 0x0001, 0x0080},  /* into the normals */
+      {REDCOLL_BFLOAT16, REDCOLL__OP_PROD, 0x0080, 0x3f00, 0x0040}, /* to a subnormal */
+      {REDCOLL_BFLOAT16, REDCOLL__OP_PROD, 0x0001, 0x3f00, 0x0000}, /* half a unit: tie to 0 */
+      {REDCOLL_BFLOAT16, REDCOLL__OP_PROD, 0x0003, 0x3f00, 0x0002}, /* 1.5 units: tie to 2 */
+      {REDCOLL_BFLOAT16, REDCOLL__OP_PROD, 0x3f80, 0x0001, 0x0001}, /* 1 * subnormal */
+      {REDCOLL_BFLOAT16, REDCOLL__OP_SUM, 0x3f80, 0x3b80, 0x3f80},  /* 1 + 2^-8: tie, to even */
+      {REDCOLL_BFLOAT16, REDCOLL__OP_SUM, 0x3f81, 0x3b80, 0x3f82},  /* tie, up to even */
+      {REDCOLL_BFLOAT16, REDCOLL__OP_MIN, 0x3f80, 0x7fc0, 0x3f80},
+      {REDCOLL_BFLOAT16, REDCOLL__OP_MAX, 0xff81, 0x3f80, 0xffc1},
+      {REDCOLL_BFLOAT16, REDCOLL__OP_MAX, 0x7f80, 0x7f81, 0x7f80},
+      {REDCOLL_BFLOAT16, REDCOLL__OP_MAX, 0x0001, 0x0002, 0x0002},  /* subnormals compared */
+      {REDCOLL_BFLOAT16, REDCOLL__OP_MIN, 0x8000, 0x0000, 0x8000},
+  };
+  int paths[REDCOLL__HALF_PATHS], npaths = half_paths(paths);
+  dec_init();
+  enum { N = 71, AT = 37 };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    CHECK_MSG(ref_half(cases[c].dt, cases[c].op, cases[c].a, cases[c].b) == cases[c].want,
+              "reference: case %zu gives %#x", c,
+              ref_half(cases[c].dt, cases[c].op, cases[c].a, cases[c].b));
+    uint16_t one = cases[c].dt == REDCOLL_FLOAT16 ? 0x3c00 : 0x3f80;
+    for (int k = 0; k < npaths; k++) {
+      CHECK_INT(redcoll__half_path_set(paths[k]), REDCOLL_OK);
+      uint16_t l[N], r[N], o[N];
+      for (int i = 0; i < N; i++) l[i] = r[i] = one;
+      l[AT] = cases[c].a;
+      r[AT] = cases[c].b;
+      l[3] = cases[c].a; /* and once in the scalar tail, or an early vector */
+      r[3] = cases[c].b;
+      CHECK_INT(redcoll_reduce_local(o, l, r, N, cases[c].dt, builtin(cases[c].op)), REDCOLL_OK);
+      uint16_t other = (uint16_t)ref_half(cases[c].dt, cases[c].op, one, one);
+      int rest_ok = 1;
+      for (int i = 0; i < N; i++)
+        if (i != AT && i != 3) rest_ok &= o[i] == other;
+      CHECK_MSG(o[AT] == cases[c].want && o[3] == cases[c].want && rest_ok,
+                "%s: case %zu (%#x op %d %#x) gives %#x / %#x, want %#x",
+                redcoll__half_path_name(paths[k]), c, cases[c].a, cases[c].op, cases[c].b, o[AT],
+                o[3], cases[c].want);
+    }
+  }
+  CHECK_INT(redcoll__half_path_set(-1), REDCOLL_OK);
+}
+
+/* Every float16 / bfloat16 left pattern against a sample of right ones (all
+ * of them with REDCOLL_TEST_ALL_PAIRS=1), for every op on every path: the
+ * left patterns in a shuffled order so that NaNs fall anywhere in a vector,
+ * the right sample rotated so that each left meets each right once; in
+ * place for every other rotation. */
+static void test_half_sweep(void) {
+  const char *all = getenv("REDCOLL_TEST_ALL_PAIRS");
+  const size_t nsamp = all != NULL && strcmp(all, "1") == 0 ? 65536 : 512;
+  enum { N = 65536 };
+  uint16_t *left = malloc(N * 2), *right = malloc(N * 2), *out = malloc(N * 2);
+  uint16_t *want = malloc(N * 2), *samp = malloc(nsamp * 2);
+  CHECK(left && right && out && want && samp);
+  if (!left || !right || !out || !want || !samp) goto done;
+  int paths[REDCOLL__HALF_PATHS], npaths = half_paths(paths);
+  dec_init();
+  for (uint32_t i = 0; i < N; i++) left[i] = (uint16_t)i;
+  for (uint32_t i = N - 1; i > 0; i--) { /* Fisher-Yates */
+    uint32_t j = (uint32_t)(rng() % (i + 1));
+    uint16_t t = left[i];
+    left[i] = left[j];
+    left[j] = t;
+  }
+  static const redcoll_dtype dts[2] = {REDCOLL_FLOAT16, REDCOLL_BFLOAT16};
+  for (int d = 0; d < 2; d++) {
+    redcoll_dtype dt = dts[d];
+    /* The sample: every sign and exponent with the fraction 0, 1, its top
+     * bit and all ones (float16; for bfloat16 the exponents near the ends
+     * and the middle), then random patterns. */
+    size_t ns = 0;
+    if (nsamp == N) {
+      for (uint32_t i = 0; i < N; i++) samp[ns++] = (uint16_t)i;
+    } else {
+      int mb = dt == REDCOLL_FLOAT16 ? H_M : B_M, eb = dt == REDCOLL_FLOAT16 ? H_E : B_E;
+      uint32_t top = 1u << (mb - 1), ones = (1u << mb) - 1, emax = (1u << eb) - 1;
+      for (uint32_t e = 0; e <= emax; e++) {
+        if (dt == REDCOLL_BFLOAT16 && e > 3 && e < emax - 3 && (e < 110 || e > 145)) continue;
+        uint32_t fr[4] = {0, 1, top, ones};
+        for (int sg = 0; sg < 2; sg++)
+          for (int f = 0; f < 4; f++)
+            samp[ns++] = (uint16_t)((uint32_t)sg << 15 | e << mb | fr[f]);
+      }
+      while (ns < nsamp) samp[ns++] = (uint16_t)rng();
+    }
+    for (int op = REDCOLL__OP_SUM; op <= REDCOLL__OP_MAX; op++) {
+      size_t bad[REDCOLL__HALF_PATHS] = {0};
+      for (size_t k = 0; k < nsamp; k++) {
+        for (size_t i = 0; i < N; i++) {
+          right[i] = samp[(i + k) % nsamp];
+          want[i] = (uint16_t)ref_half(dt, op, left[i], right[i]);
+        }
+        for (int p = 0; p < npaths; p++) {
+          redcoll__half_path_set(paths[p]);
+          const uint16_t *l = left;
+          if (k & 1) { /* in place: out = out op right */
+            memcpy(out, left, N * 2);
+            l = out;
+          }
+          CHECK_INT(redcoll_reduce_local(out, l, right, N, dt, builtin(op)), REDCOLL_OK);
+          if (memcmp(out, want, N * 2) == 0) continue;
+          for (size_t i = 0; i < N; i++) {
+            if (out[i] == want[i]) continue;
+            if (bad[paths[p]] == 0)
+              fprintf(stderr, "  %s %s op %d: %#x op %#x = %#x, want %#x\n",
+                      redcoll__half_path_name(paths[p]), redcoll_dtype_name(dt), op, left[i],
+                      right[i], out[i], want[i]);
+            bad[paths[p]]++;
+          }
+        }
+      }
+      for (int p = 0; p < npaths; p++)
+        CHECK_MSG(bad[paths[p]] == 0, "%s %s op %d: %zu of %zu pairs wrong",
+                  redcoll__half_path_name(paths[p]), redcoll_dtype_name(dt), op, bad[paths[p]],
+                  (size_t)N * nsamp);
+    }
+  }
+  redcoll__half_path_set(-1);
+done:
+  free(left);
+  free(right);
+  free(out);
+  free(want);
+  free(samp);
+}
+
+TEST_MAIN(TEST(test_ops_and_dtypes), TEST(test_half_cases), TEST(test_half_exhaustive), TEST(test_half_sampled), TEST(test_all_pairs), TEST(test_half_paths), TEST(test_half_nan_rule), TEST(test_half_sweep), TEST(test_invalid_pairs), TEST(test_buffer_args), TEST(test_wraparound), TEST(test_float_minmax), TEST(test_user_op))

@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "kernels.h"
 
 /* ---- float16 / bfloat16 conversions --------------------------------------
  *
@@ -255,19 +256,327 @@ RC_SIGNED(s64, int64_t)
 RC_FLOAT(f32, float)
 RC_FLOAT(f64, double)
 
-/* float16 and bfloat16: stored as uint16_t, reduced in float32. */
-#define RC_HALF(S, TO32, TO16)                                          \
-  RC_KERNEL(sum_##S, uint16_t, TO16(TO32(a) + TO32(b)))                 \
-  RC_KERNEL(prod_##S, uint16_t, TO16(TO32(a) * TO32(b)))                \
-  RC_KERNEL(min_##S, uint16_t, TO16(RC_MIN(TO32(a), TO32(b))))          \
-  RC_KERNEL(max_##S, uint16_t, TO16(RC_MAX(TO32(a), TO32(b))))
-
-RC_HALF(f16, rc_f16_to_f32, rc_f32_to_f16)
-RC_HALF(bf16, rc_bf16_to_f32, rc_f32_to_bf16)
 
 /* ---- dispatch table ---------------------------------------------------- */
 
 typedef void (*rc_fn)(void *out, const void *left, const void *right, size_t n);
+
+/* ---- float16 and bfloat16 ------------------------------------------------
+ *
+ * Stored as uint16_t, reduced in float32, rounded back to nearest even: for
+ * SUM and PROD the exact result is RNE(float32 result), for MIN and MAX the
+ * chosen operand.  The NaN rule is that of an x86 SSE instruction with left
+ * as its first operand, made explicit so that every path and compiler gives
+ * the same bits (compilers may swap the operands of a commutative vector
+ * addition, and other CPUs make other NaNs):
+ *  - SUM, PROD: a NaN on the left comes back quiet (quiet bit set, sign and
+ *    payload kept); else a NaN on the right, quiet; else a NaN the operation
+ *    made (inf - inf, 0 * inf) is the negative quiet NaN 0xfe00 / 0xffc0.
+ *  - MIN, MAX: as for the other types, the left operand unless the right one
+ *    compares lower (higher), so only a NaN on the left comes back, quiet.
+ * Subnormals are honoured (in the default floating-point environment: the
+ * float32 arithmetic of every path follows the MXCSR, like the float32
+ * kernels).
+ *
+ * The rc_e_* functions below are the definition, element by element; the
+ * portable loops are made of them, and the x86 paths fall back on them for
+ * a vector that holds a NaN and for the tail. */
+
+/* The float32 result r of a SUM or PROD of the widened operands x (left)
+ * and y with the NaN rule applied, before it is narrowed; branch-free for
+ * the vectorised portable loops, and in float32 lanes only.  The decoders
+ * keep a NaN's payload and the encoders keep its top and set the quiet
+ * bit, so a float32 NaN stands for the half NaN; 0xffc00000 narrows to
+ * 0xfe00 / 0xffc0. */
+static inline float rc_half_nan(float x, float y, float r) {
+  uint32_t v = rc_sel(r != r, 0xffc00000u, rc_bits(r));
+  v = rc_sel(y != y, rc_bits(y), v);
+  return rc_float(rc_sel(x != x, rc_bits(x), v));
+}
+
+/* rc_r_OP_S: elements [from, to) by rc_e_OP_S, for the SIMD paths' tail and
+ * their vectors holding a NaN; out of line, so that the vector loops keep
+ * their registers. */
+#define RC_HALF_RANGE(OP, S)                                                               \
+  __attribute__((noinline)) static void rc_r_##OP##_##S(uint16_t *o, const uint16_t *l,     \
+                                                        const uint16_t *r, size_t from,    \
+                                                        size_t to) {                       \
+    for (size_t j = from; j < to; j++) o[j] = rc_e_##OP##_##S(l[j], r[j]);                 \
+  }
+
+/* The encoders quiet a NaN that MIN and MAX pass through (the left one). */
+#define RC_HALF_ELEMS(S, TO32, TO16)                                       \
+  static inline uint16_t rc_e_sum_##S(uint16_t a, uint16_t b) {                        \
+    float x = TO32(a), y = TO32(b);                                                    \
+    return TO16(rc_half_nan(x, y, x + y));                                             \
+  }                                                                                    \
+  static inline uint16_t rc_e_prod_##S(uint16_t a, uint16_t b) {                       \
+    float x = TO32(a), y = TO32(b);                                                    \
+    return TO16(rc_half_nan(x, y, x * y));                                             \
+  }                                                                                    \
+  static inline uint16_t rc_e_min_##S(uint16_t a, uint16_t b) {                        \
+    return TO16(RC_MIN(TO32(a), TO32(b)));                                             \
+  }                                                                                    \
+  static inline uint16_t rc_e_max_##S(uint16_t a, uint16_t b) {                        \
+    return TO16(RC_MAX(TO32(a), TO32(b)));                                             \
+  }                                                                                    \
+  RC_KERNEL(sum_##S, uint16_t, rc_e_sum_##S(a, b))                                     \
+  RC_KERNEL(prod_##S, uint16_t, rc_e_prod_##S(a, b))                                   \
+  RC_KERNEL(min_##S, uint16_t, rc_e_min_##S(a, b))                                     \
+  RC_KERNEL(max_##S, uint16_t, rc_e_max_##S(a, b))
+
+RC_HALF_ELEMS(f16, rc_f16_to_f32, rc_f32_to_f16)
+RC_HALF_ELEMS(bf16, rc_bf16_to_f32, rc_f32_to_bf16)
+
+/* ---- float16 and bfloat16 on x86-64: AVX2 + F16C, AVX-512 ----------------
+ *
+ * Explicit paths, written with intrinsics in functions with target
+ * attributes and chosen at run time (redcoll__half_path below), rather than
+ * target_clones: the tests and the benchmark must be able to run each path
+ * the CPU has, not only the one the loader picks.
+ *
+ * float16: the F16C conversions (VCVTPH2PS, and VCVTPS2PH with rounding to
+ * nearest even); both are exact where they should be, subnormals included.
+ * bfloat16: a 32-bit lane holds two elements; the even one shifted up and
+ * the odd one masked are float32 numbers, and rounding back is integer
+ * arithmetic, x + 0x7fff + (bit 16 of x), all within the lane, so no
+ * shuffles.  AVX-512 BF16's VCVTNE2PS2BF16 is not used: it flushes
+ * subnormal inputs to zero, so it is exact only with a check for them, and
+ * with that check and the shuffle back into element order it ran at a
+ * fifth of the speed of the integer rounding on the machine we measured.
+ *
+ * A vector whose result holds a NaN goes through the rc_e_* functions, which
+ * apply the NaN rule; that is one compare and a branch never taken on
+ * ordinary data.  The loops read a vector of each input before they write
+ * that vector of the output, so out may equal left or right. */
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && \
+    defined(__has_attribute) && !defined(REDCOLL_NO_HALF_SIMD)
+#if __has_attribute(target)
+#define RC_HALF_X86 1
+#endif
+#endif
+
+#ifdef RC_HALF_X86
+#include <cpuid.h>
+#include <immintrin.h>
+
+#define RC_T_AVX2 __attribute__((target("avx2,f16c,fma")))
+#define RC_T_AVX512 __attribute__((target("avx512f,avx2,f16c,fma")))
+
+/* Operations on float32 vectors (a left, b right). */
+#define RC_V256_sum(a, b) _mm256_add_ps(a, b)
+#define RC_V256_prod(a, b) _mm256_mul_ps(a, b)
+#define RC_V256_min(a, b) _mm256_blendv_ps(a, b, _mm256_cmp_ps(b, a, _CMP_LT_OQ))
+#define RC_V256_max(a, b) _mm256_blendv_ps(a, b, _mm256_cmp_ps(b, a, _CMP_GT_OQ))
+#define RC_V512_sum(a, b) _mm512_add_ps(a, b)
+#define RC_V512_prod(a, b) _mm512_mul_ps(a, b)
+#define RC_V512_min(a, b) _mm512_mask_blend_ps(_mm512_cmp_ps_mask(b, a, _CMP_LT_OQ), a, b)
+#define RC_V512_max(a, b) _mm512_mask_blend_ps(_mm512_cmp_ps_mask(b, a, _CMP_GT_OQ), a, b)
+
+/* Elements [from, to) by the rc_e_ function. */
+#define RC_HALF_SCALAR(OP, S, from, to) rc_r_##OP##_##S(o, l, r, from, to)
+#define RC_HALF_RANGES(S) \
+  RC_HALF_RANGE(sum, S) RC_HALF_RANGE(prod, S) RC_HALF_RANGE(min, S) RC_HALF_RANGE(max, S)
+RC_HALF_RANGES(f16)
+RC_HALF_RANGES(bf16)
+
+/* float16: two vectors per iteration, one test for a NaN in either (an
+ * unordered comparison of the two).  The AVX-512 path uses these loops too:
+ * on the machine we measured (AMD Zen 5) the 512-bit conversions were 5-15 %
+ * slower than twice as many 256-bit ones, conversions being the bound. */
+#define RC_X86_F16(OP)                                                                     \
+  RC_T_AVX2 static void rc_avx2_##OP##_f16(void *out, const void *left, const void *right,  \
+                                           size_t n) {                                     \
+    uint16_t *o = out;                                                                     \
+    const uint16_t *l = left, *r = right;                                                  \
+    size_t i = 0;                                                                          \
+    for (; n - i >= 16; i += 16) {                                                         \
+      __m256 a0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(l + i)));              \
+      __m256 b0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(r + i)));              \
+      __m256 a1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(l + i + 8)));          \
+      __m256 b1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(r + i + 8)));          \
+      __m256 v0 = RC_V256_##OP(a0, b0), v1 = RC_V256_##OP(a1, b1);                         \
+      if (_mm256_movemask_ps(_mm256_cmp_ps(v0, v1, _CMP_UNORD_Q)) != 0) {                  \
+        RC_HALF_SCALAR(OP, f16, i, i + 16);                                                \
+        continue;                                                                          \
+      }                                                                                    \
+      _mm_storeu_si128((__m128i *)(o + i), _mm256_cvtps_ph(v0, _MM_FROUND_TO_NEAREST_INT)); \
+      _mm_storeu_si128((__m128i *)(o + i + 8),                                             \
+                       _mm256_cvtps_ph(v1, _MM_FROUND_TO_NEAREST_INT));                    \
+    }                                                                                      \
+    RC_HALF_SCALAR(OP, f16, i, n);                                                         \
+  }
+
+/* bfloat16 rounding of float32 bits x in every 32-bit lane (the result is
+ * in the top 16 bits); NaN never gets here. */
+#define RC_BF16_RNE256(x)                                                                  \
+  _mm256_add_epi32(_mm256_add_epi32(x, _mm256_set1_epi32(0x7fff)),                         \
+                   _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1)))
+#define RC_BF16_RNE512(x)                                                                  \
+  _mm512_add_epi32(_mm512_add_epi32(x, _mm512_set1_epi32(0x7fff)),                         \
+                   _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1)))
+
+#define RC_X86_BF16(OP)                                                                    \
+  RC_T_AVX2 static void rc_avx2_##OP##_bf16(void *out, const void *left, const void *right, \
+                                            size_t n) {                                    \
+    uint16_t *o = out;                                                                     \
+    const uint16_t *l = left, *r = right;                                                  \
+    const __m256i hi = _mm256_set1_epi32((int)0xffff0000u);                                \
+    size_t i = 0;                                                                          \
+    for (; n - i >= 16; i += 16) {                                                         \
+      __m256i x = _mm256_loadu_si256((const __m256i *)(l + i));                            \
+      __m256i y = _mm256_loadu_si256((const __m256i *)(r + i));                            \
+      __m256 ve = RC_V256_##OP(_mm256_castsi256_ps(_mm256_slli_epi32(x, 16)),              \
+                               _mm256_castsi256_ps(_mm256_slli_epi32(y, 16)));             \
+      __m256 vo = RC_V256_##OP(_mm256_castsi256_ps(_mm256_and_si256(x, hi)),               \
+                               _mm256_castsi256_ps(_mm256_and_si256(y, hi)));              \
+      if (_mm256_movemask_ps(_mm256_cmp_ps(ve, vo, _CMP_UNORD_Q)) != 0) {                  \
+        RC_HALF_SCALAR(OP, bf16, i, i + 16);                                               \
+        continue;                                                                          \
+      }                                                                                    \
+      __m256i e = _mm256_srli_epi32(RC_BF16_RNE256(_mm256_castps_si256(ve)), 16);          \
+      __m256i d = _mm256_and_si256(RC_BF16_RNE256(_mm256_castps_si256(vo)), hi);           \
+      _mm256_storeu_si256((__m256i *)(o + i), _mm256_or_si256(e, d));                      \
+    }                                                                                      \
+    RC_HALF_SCALAR(OP, bf16, i, n);                                                        \
+  }                                                                                        \
+  RC_T_AVX512 static void rc_avx512_##OP##_bf16(void *out, const void *left,                \
+                                                const void *right, size_t n) {             \
+    uint16_t *o = out;                                                                     \
+    const uint16_t *l = left, *r = right;                                                  \
+    const __m512i hi = _mm512_set1_epi32((int)0xffff0000u);                                \
+    size_t i = 0;                                                                          \
+    for (; n - i >= 32; i += 32) {                                                         \
+      __m512i x = _mm512_loadu_si512((const void *)(l + i));                               \
+      __m512i y = _mm512_loadu_si512((const void *)(r + i));                               \
+      __m512 ve = RC_V512_##OP(_mm512_castsi512_ps(_mm512_slli_epi32(x, 16)),              \
+                               _mm512_castsi512_ps(_mm512_slli_epi32(y, 16)));             \
+      __m512 vo = RC_V512_##OP(_mm512_castsi512_ps(_mm512_and_si512(x, hi)),               \
+                               _mm512_castsi512_ps(_mm512_and_si512(y, hi)));              \
+      if (_mm512_cmp_ps_mask(ve, vo, _CMP_UNORD_Q) != 0) {                                 \
+        RC_HALF_SCALAR(OP, bf16, i, i + 32);                                               \
+        continue;                                                                          \
+      }                                                                                    \
+      __m512i e = _mm512_srli_epi32(RC_BF16_RNE512(_mm512_castps_si512(ve)), 16);          \
+      __m512i d = _mm512_and_si512(RC_BF16_RNE512(_mm512_castps_si512(vo)), hi);           \
+      _mm512_storeu_si512((void *)(o + i), _mm512_or_si512(e, d));                         \
+    }                                                                                      \
+    RC_HALF_SCALAR(OP, bf16, i, n);                                                        \
+  }
+
+#define RC_X86_HALF(OP) RC_X86_F16(OP) RC_X86_BF16(OP)
+RC_X86_HALF(sum)
+RC_X86_HALF(prod)
+RC_X86_HALF(min)
+RC_X86_HALF(max)
+#endif /* RC_HALF_X86 */
+
+/* ---- float16 and bfloat16: choosing the path ------------------------------ */
+
+/* Indexed [path][0 float16, 1 bfloat16][op: sum, prod, min, max]; NULL where
+ * a path is not compiled in. */
+static const rc_fn rc_half_fns[REDCOLL__HALF_PATHS][2][4] = {
+    [REDCOLL__HALF_PORTABLE] = {{rc_run_sum_f16, rc_run_prod_f16, rc_run_min_f16, rc_run_max_f16},
+                                {rc_run_sum_bf16, rc_run_prod_bf16, rc_run_min_bf16,
+                                 rc_run_max_bf16}},
+#ifdef RC_HALF_X86
+    [REDCOLL__HALF_AVX2] = {{rc_avx2_sum_f16, rc_avx2_prod_f16, rc_avx2_min_f16, rc_avx2_max_f16},
+                            {rc_avx2_sum_bf16, rc_avx2_prod_bf16, rc_avx2_min_bf16,
+                             rc_avx2_max_bf16}},
+    [REDCOLL__HALF_AVX512] = {{rc_avx2_sum_f16, rc_avx2_prod_f16, rc_avx2_min_f16, rc_avx2_max_f16},
+                              {rc_avx512_sum_bf16, rc_avx512_prod_bf16, rc_avx512_min_bf16,
+                               rc_avx512_max_bf16}},
+#endif
+};
+
+static const char *const rc_half_names[REDCOLL__HALF_PATHS + 1] = {"portable", "avx2", "avx512",
+                                                                   NULL};
+
+const char *redcoll__half_path_name(int path) {
+  return path >= 0 && path < REDCOLL__HALF_PATHS ? rc_half_names[path] : NULL;
+}
+
+int redcoll__half_path_supported(int path) {
+  if (path < 0 || path >= REDCOLL__HALF_PATHS || rc_half_fns[path][0][0] == NULL) return 0;
+#ifdef RC_HALF_X86
+  if (path == REDCOLL__HALF_PORTABLE) return 1;
+  /* F16C from CPUID leaf 1 (ECX bit 29): clang 14's __builtin_cpu_supports
+   * does not know it.  The builtin checks that the OS saves the AVX and
+   * AVX-512 registers. */
+  unsigned eax, ebx, ecx, edx;
+  int f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29)) != 0;
+  __builtin_cpu_init();
+  int v3 = f16c && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (path == REDCOLL__HALF_AVX2) return v3;
+  return v3 && __builtin_cpu_supports("avx512f");
+#else
+  return 1;
+#endif
+}
+
+/* The path in use; -1 until the first kernel (or redcoll__half_path) reads
+ * the environment.  Every thread computes the same value, so relaxed
+ * atomics are enough. */
+static int rc_half_current = -1;
+
+static int rc_half_default(void) {
+  int best = REDCOLL__HALF_PORTABLE;
+  for (int p = REDCOLL__HALF_PATHS - 1; p > REDCOLL__HALF_PORTABLE; p--) {
+    if (redcoll__half_path_supported(p)) {
+      best = p;
+      break;
+    }
+  }
+  int want = -1;
+  int rc = redcoll__env_word("REDCOLL_HALF_KERNELS", rc_half_names, &want);
+  if (rc == REDCOLL__ENV_UNSET) return best;
+  if (rc != REDCOLL_OK) {
+    redcoll__log(1, "REDCOLL_HALF_KERNELS: expected portable, avx2 or avx512; using %s",
+                 rc_half_names[best]);
+    return best;
+  }
+  if (!redcoll__half_path_supported(want)) {
+    redcoll__log(1, "REDCOLL_HALF_KERNELS=%s: not supported here; using %s", rc_half_names[want],
+                 rc_half_names[best]);
+    return best;
+  }
+  return want;
+}
+
+int redcoll__half_path(void) {
+  int p = __atomic_load_n(&rc_half_current, __ATOMIC_RELAXED);
+  if (p < 0) {
+    p = rc_half_default();
+    __atomic_store_n(&rc_half_current, p, __ATOMIC_RELAXED);
+  }
+  return p;
+}
+
+int redcoll__half_path_set(int path) {
+  if (path == -1) path = rc_half_default();
+  if (!redcoll__half_path_supported(path)) return REDCOLL_ENOTSUP;
+  __atomic_store_n(&rc_half_current, path, __ATOMIC_RELAXED);
+  return REDCOLL_OK;
+}
+
+/* rc_run_OP_half_S: the entry of the dispatch table, through the path in use. */
+#define RC_HALF_RUN(OP, K, S, D)                                                        \
+  static void rc_run_##OP##_half_##S(void *out, const void *left, const void *right,   \
+                                     size_t n) {                                       \
+    rc_half_fns[redcoll__half_path()][D][K](out, left, right, n);                       \
+  }
+RC_HALF_RUN(sum, 0, f16, 0)
+RC_HALF_RUN(prod, 1, f16, 0)
+RC_HALF_RUN(min, 2, f16, 0)
+RC_HALF_RUN(max, 3, f16, 0)
+RC_HALF_RUN(sum, 0, bf16, 1)
+RC_HALF_RUN(prod, 1, bf16, 1)
+RC_HALF_RUN(min, 2, bf16, 1)
+RC_HALF_RUN(max, 3, bf16, 1)
+
+/* ---- the table ----------------------------------------------------------- */
+
 
 #define RC_ROW_INT(U, S)                                                                  \
   {                                                                                        \
@@ -294,8 +603,8 @@ static const rc_fn rc_table[REDCOLL_CUSTOM][REDCOLL__OP_COUNT] = {
     [REDCOLL_UINT32] = RC_ROW_INT(u32, u32),
     [REDCOLL_INT64] = RC_ROW_INT(u64, s64),
     [REDCOLL_UINT64] = RC_ROW_INT(u64, u64),
-    [REDCOLL_FLOAT16] = RC_ROW_FLOAT(f16),
-    [REDCOLL_BFLOAT16] = RC_ROW_FLOAT(bf16),
+    [REDCOLL_FLOAT16] = RC_ROW_FLOAT(half_f16),
+    [REDCOLL_BFLOAT16] = RC_ROW_FLOAT(half_bf16),
     [REDCOLL_FLOAT32] = RC_ROW_FLOAT(f32),
     [REDCOLL_FLOAT64] = RC_ROW_FLOAT(f64),
 };
