@@ -12,6 +12,7 @@
 #include "tcp_runner.h"
 
 #include "raw.h"
+#include "transport/tcp/chan.h"
 #include "transport/tcp/failure.h"
 #include "transport/tcp/tcp_int.h"
 
@@ -37,6 +38,38 @@ static unsigned char pat(int from, size_t i, uint64_t salt) {
 }
 
 /* ---- units ------------------------------------------------------------------ */
+
+/* The records of channel groups and their index (chan.c): 20000 groups, as
+ * many destroyed communicators would leave, each found again; a CLOSE's bit
+ * per peer; nothing confused between groups. */
+static void test_group_index(void) {
+  redcoll__tcp *t = calloc(1, sizeof *t);
+  if (t == NULL) return;
+  t->size = 70;
+  for (uint64_t k = 0; k < 20000; k++) {
+    redcoll__tcp_group *g = redcoll__tcp_group_get(t, k * 4 + 4, 1);
+    CHECK(g != NULL && g->group == k * 4 + 4 && g->from == -1);
+    if (g != NULL && k % 3 == 0) g->cancelled = REDCOLL_EABORTED;
+  }
+  CHECK(t->nbuckets >= 20000 / 2);
+  size_t bad = 0;
+  for (uint64_t k = 0; k < 20000; k++) {
+    redcoll__tcp_group *g = redcoll__tcp_group_get(t, k * 4 + 4, 0);
+    bad += g == NULL || g->group != k * 4 + 4;
+    bad += redcoll__tcp_chan_status(t, k * 4 + 4 + 2) != (k % 3 == 0 ? REDCOLL_EABORTED : 0);
+  }
+  CHECK_INT(bad, 0);
+  CHECK(redcoll__tcp_group_get(t, 0, 0) == NULL);
+  CHECK(redcoll__tcp_group_get(t, 80004, 0) == NULL);
+  redcoll__tcp_peer_closed(t, 69, 8);
+  redcoll__tcp_peer_closed(t, 8, 8);
+  CHECK(redcoll__tcp_peer_has_closed(t, 69, 8) && redcoll__tcp_peer_has_closed(t, 8, 8));
+  CHECK(!redcoll__tcp_peer_has_closed(t, 9, 8) && !redcoll__tcp_peer_has_closed(t, 69, 12));
+  CHECK(!redcoll__tcp_peer_has_closed(t, 69, 123456));
+  redcoll__tcp_groups_free(t);
+  CHECK(t->groups == NULL && t->nbuckets == 0);
+  free(t);
+}
 
 static void test_frames(void) {
   unsigned char h[REDCOLL__TCP_HDR];
@@ -908,6 +941,7 @@ static int want(int argc, char **argv, const char *part) {
 int main(int argc, char **argv) {
   if (want(argc, argv, "units")) {
     test_frames();
+    test_group_index();
     test_bye_tag();
     test_addresses();
     test_env();

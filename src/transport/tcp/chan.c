@@ -53,9 +53,6 @@ void redcoll__tcp_pchan_free_all(redcoll__tcp *t, int q) {
     free(pc);
   }
   p->unexpected = 0;
-  free(p->closed);
-  p->closed = NULL;
-  p->nclosed = p->closed_cap = 0;
 }
 
 redcoll__tcp_umsg *redcoll__tcp_umsg_push(redcoll__tcp *t, int q, redcoll__tcp_pchan *pc,
@@ -99,17 +96,57 @@ int redcoll__tcp_umsg_deliver(redcoll__tcp *t, int q, redcoll__tcp_pchan *pc) {
   return 1;
 }
 
+/* The bucket of group g in t's index of records (a multiplicative hash of
+ * the group, whose low bits are always 0). */
+static size_t bucket_of(const redcoll__tcp *t, uint64_t g) {
+  return (size_t)((g * 0x9e3779b97f4a7c15ull) >> 32) & (t->nbuckets - 1);
+}
+
+/* Doubles the index (it holds twice as many records as buckets); 0 if
+ * there is no memory for it, and the chains then just grow longer. */
+static int index_grow(redcoll__tcp *t) {
+  size_t n = t->nbuckets ? 2 * t->nbuckets : 64;
+  redcoll__tcp_group **b = calloc(n, sizeof *b);
+  if (b == NULL) return 0;
+  free(t->buckets);
+  t->buckets = b;
+  t->nbuckets = n;
+  for (redcoll__tcp_group *gr = t->groups; gr != NULL; gr = gr->next) {
+    size_t k = bucket_of(t, gr->group);
+    gr->hnext = b[k];
+    b[k] = gr;
+  }
+  return 1;
+}
+
 redcoll__tcp_group *redcoll__tcp_group_get(redcoll__tcp *t, uint64_t g, int make) {
-  for (redcoll__tcp_group *gr = t->groups; gr != NULL; gr = gr->next)
+  redcoll__tcp_group *gr = t->nbuckets > 0 ? t->buckets[bucket_of(t, g)] : t->groups;
+  for (; gr != NULL; gr = t->nbuckets > 0 ? gr->hnext : gr->next)
     if (gr->group == g) return gr;
-  if (!make) return NULL;
-  redcoll__tcp_group *gr = calloc(1, sizeof *gr);
-  if (gr == NULL) return NULL;
+  if (!make || (gr = calloc(1, sizeof *gr)) == NULL) return NULL;
   gr->group = g;
   gr->from = -1;
   gr->next = t->groups;
   t->groups = gr;
+  if (++t->ngroups > 2 * t->nbuckets && index_grow(t)) return gr; /* indexed with the rest */
+  if (t->nbuckets > 0) {
+    size_t k = bucket_of(t, g);
+    gr->hnext = t->buckets[k];
+    t->buckets[k] = gr;
+  }
   return gr;
+}
+
+void redcoll__tcp_groups_free(redcoll__tcp *t) {
+  while (t->groups != NULL) {
+    redcoll__tcp_group *g = t->groups;
+    t->groups = g->next;
+    free(g->closed_by);
+    free(g);
+  }
+  free(t->buckets);
+  t->buckets = NULL;
+  t->nbuckets = t->ngroups = 0;
 }
 
 int redcoll__tcp_chan_status(redcoll__tcp *t, uint64_t chan) {
@@ -124,21 +161,14 @@ void redcoll__tcp_chan_broken(redcoll__tcp *t, uint64_t chan) {
 }
 
 void redcoll__tcp_peer_closed(redcoll__tcp *t, int q, uint64_t g) {
-  redcoll__tcp_peer *p = &t->peers[q];
-  if (redcoll__tcp_peer_has_closed(t, q, g)) return;
-  if (p->nclosed == p->closed_cap) {
-    size_t cap = p->closed_cap ? 2 * p->closed_cap : 4;
-    uint64_t *n = realloc(p->closed, cap * sizeof *n);
-    if (n == NULL) return; /* its waiters find out at their timeout */
-    p->closed = n;
-    p->closed_cap = cap;
-  }
-  p->closed[p->nclosed++] = g;
+  redcoll__tcp_group *gr = redcoll__tcp_group_get(t, g, 1);
+  if (gr == NULL) return; /* its waiters find out at their timeout */
+  if (gr->closed_by == NULL && (gr->closed_by = calloc(((size_t)t->size + 7) / 8, 1)) == NULL)
+    return;
+  gr->closed_by[q / 8] |= (unsigned char)(1u << (q % 8));
 }
 
-int redcoll__tcp_peer_has_closed(const redcoll__tcp *t, int q, uint64_t g) {
-  const redcoll__tcp_peer *p = &t->peers[q];
-  for (size_t i = 0; i < p->nclosed; i++)
-    if (p->closed[i] == g) return 1;
-  return 0;
+int redcoll__tcp_peer_has_closed(redcoll__tcp *t, int q, uint64_t g) {
+  const redcoll__tcp_group *gr = redcoll__tcp_group_get(t, g, 0);
+  return gr != NULL && gr->closed_by != NULL && (gr->closed_by[q / 8] >> (q % 8) & 1);
 }

@@ -26,7 +26,9 @@ redcoll__tcp_umsg *redcoll__tcp_umsg_push(redcoll__tcp *t, int q, redcoll__tcp_p
  * if the receive is done. */
 int redcoll__tcp_umsg_deliver(redcoll__tcp *t, int q, redcoll__tcp_pchan *pc);
 
-/* The record of channel group g (make 0: NULL if none). */
+/* The record of channel group g (make 0: NULL if none), found through a
+ * hash index: a record is kept for every group something happened to, one
+ * per communicator destroyed, so lookups must not walk them all. */
 redcoll__tcp_group *redcoll__tcp_group_get(redcoll__tcp *t, uint64_t g, int make);
 /* Why calls on channel chan fail now: REDCOLL_EABORTED if its group was
  * cancelled, REDCOLL_EMISMATCH if a message on it did not match, else
@@ -36,6 +38,8 @@ int redcoll__tcp_chan_status(redcoll__tcp *t, uint64_t chan);
 void redcoll__tcp_chan_broken(redcoll__tcp *t, uint64_t chan);
 /* Peer q closed channel group g / has it closed it. */
 void redcoll__tcp_peer_closed(redcoll__tcp *t, int q, uint64_t g);
-int redcoll__tcp_peer_has_closed(const redcoll__tcp *t, int q, uint64_t g);
+int redcoll__tcp_peer_has_closed(redcoll__tcp *t, int q, uint64_t g);
+/* Frees every record of a group (destroy). */
+void redcoll__tcp_groups_free(redcoll__tcp *t);
 
 #endif /* REDCOLL_TCP_CHAN_H */

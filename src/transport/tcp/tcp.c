@@ -443,11 +443,7 @@ static void tcp_destroy(void *impl) {
   }
   redcoll__tcp_wait_fini(t);
   for (int q = 0; t->peers != NULL && q < t->size; q++) redcoll__tcp_pchan_free_all(t, q);
-  while (t->groups != NULL) {
-    redcoll__tcp_group *g = t->groups;
-    t->groups = g->next;
-    free(g);
-  }
+  redcoll__tcp_groups_free(t);
   free(t->peers);
   free(t);
 }

@@ -143,6 +143,8 @@ typedef struct redcoll__tcp_group {
   int from;
   uint64_t why;
   int closed;    /* destroyed on this rank: later traffic is dropped */
+  unsigned char *closed_by; /* bit q: peer q destroyed it there (CLOSE) */
+  struct redcoll__tcp_group *hnext; /* the index's chain (chan.c) */
 } redcoll__tcp_group;
 
 typedef struct redcoll__tcp_peer {
@@ -153,12 +155,10 @@ typedef struct redcoll__tcp_peer {
   unsigned backoff_ms;
   /* Sends waiting for the connection to be ready, in order. */
   redcoll__tcp_send *txq, *txq_tail;
-  /* Its channels with messages kept or a receive posted (chan.c), the
-   * bytes kept, and the channel groups it closed. */
+  /* Its channels with messages kept or a receive posted (chan.c), and the
+   * bytes kept. */
   redcoll__tcp_pchan *chans;
   uint64_t unexpected;
-  uint64_t *closed;
-  size_t nclosed, closed_cap;
   /* Sending to / receiving from this peer fails with this status: its
    * connection in that direction closed (normally, or not). */
   int err_send, err_recv;
@@ -197,7 +197,9 @@ struct redcoll__tcp {
   int leader;
   uv_async_t wake;
   int wake_init;
-  redcoll__tcp_group *groups;
+  redcoll__tcp_group *groups; /* every record, and their index (chan.c) */
+  redcoll__tcp_group **buckets;
+  size_t nbuckets, ngroups;
   uint64_t unexpected_max;
   int rank, size;
   uint64_t timeout_ms;
