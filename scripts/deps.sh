@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what redcoll needs on Debian/Ubuntu, only what is missing:
 # a C compiler, meson, ninja, pkg-config, libuv, libsodium (for REDCOLL_SECRET)
-# (and graphviz with --docs; with --ci what .ci/run needs besides: clang
-# with its sanitizer and fuzzer runtimes).
+# (and graphviz with --docs; with --ci what .ci/run needs besides: g++,
+# clang with its sanitizer and fuzzer runtimes).
 set -euo pipefail
 want=()
 command -v cc >/dev/null 2>&1 || want+=(gcc)
@@ -17,6 +17,8 @@ if [ "${1:-}" = "--docs" ]; then
   command -v dot >/dev/null 2>&1 || want+=(graphviz)
 fi
 if [ "${1:-}" = "--ci" ]; then
+  # C++ too, so that the C++ header's tests and example run in every stage.
+  command -v g++ >/dev/null 2>&1 || want+=(g++)
   command -v clang >/dev/null 2>&1 || want+=(clang)
   dpkg -s libclang-rt-14-dev >/dev/null 2>&1 || want+=(libclang-rt-14-dev)
 fi
