@@ -1003,17 +1003,8 @@ def blocks_expect(coll, algo, p, irr):
     root = p // 3
     vol = (sum(n) - n[root]) * E
     rounds = q if algo == 'binary_tree' else p - 1
-    if coll == 'gatherv':
-        sub = 0
-        if algo == 'binary_tree':  # the largest subtree a non-root rank sends
-            for r in range(p):
-                if r != root:
-                    v = (r - root) % p
-                    end = min(v + (v & -v), p)
-                    sub = max(sub, sum(n[(u + root) % p] for u in range(v, end)))
-        else:
-            sub = max(n[r] for r in range(p) if r != root)
-        return rounds, sub * E, vol, irr == 0
+    # The most a non-root rank moves: its subtree's blocks (binary_tree) or
+    # its own block (linear); gatherv sends it, scatterv receives it.
     sub = 0
     if algo == 'binary_tree':
         for r in range(p):
@@ -1023,6 +1014,8 @@ def blocks_expect(coll, algo, p, irr):
                 sub = max(sub, sum(n[(u + root) % p] for u in range(v, end)))
     else:
         sub = max(n[r] for r in range(p) if r != root)
+    if coll == 'gatherv':
+        return rounds, sub * E, vol, irr == 0
     return rounds, vol, sub * E, irr == 0
 
 
