@@ -1,5 +1,5 @@
 /* One connection: making it, closing it, stopping its reading, writing a
- * control frame on it (BYE, ABORT, a step of the set-up), refusing it and
+ * control frame on it (BYE, CANCEL, CLOSE, a step of the set-up), refusing it and
  * closing it on a protocol error; making a peer's connection again later.
  * What its reads mean is in recv.c. */
 #include <stdlib.h>

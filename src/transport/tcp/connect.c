@@ -106,13 +106,13 @@ static void on_connect(uv_connect_t *req, int status) {
   }
   t->ctl_pending++;
   /* Reading an outgoing connection only ever yields the answer to the
-   * HELLO, the authentication, BYE, ABORT or the end. */
+   * HELLO, the authentication, BYE, CANCEL, CLOSE or the end. */
   redcoll__tcp_conn_read_start(c);
 }
 
 /* Connects to rank q: the data connection (for_abort 0, 1 when it is made
- * only to carry this rank's ABORT), or (control 1) an extra connection for
- * the ABORT alone, beside a data connection that may be blocked. */
+ * only to carry this rank's CANCELs), or (control 1) an extra connection for
+ * the CANCELs alone, which later messages do not wait for. */
 void redcoll__tcp_connect_to(redcoll__tcp *t, int q, int for_abort, int control) {
   redcoll__tcp_peer *p = &t->peers[q];
   char a[64];

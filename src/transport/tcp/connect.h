@@ -5,8 +5,8 @@
 #include "tcp_int.h"
 
 /* Connects to rank q: the data connection (for_abort 0, 1 when it is made
- * only to carry this rank's ABORT), or (control 1) an extra connection for
- * the ABORT alone, beside a data connection that may be blocked. */
+ * only to carry this rank's CANCELs), or (control 1) an extra connection for
+ * the CANCELs alone, which later messages do not wait for. */
 void redcoll__tcp_connect_to(redcoll__tcp *t, int q, int for_abort, int control);
 /* The data connection to rank q: redcoll__tcp_connect_to(t, q, for_abort, 0). */
 void redcoll__tcp_peer_connect(redcoll__tcp *t, int q, int for_abort);

@@ -41,9 +41,9 @@ static void check_claim(redcoll__tcp *t, int q) {
 
 /* The incoming connection c has proved to be rank q's (HELLO of this job,
  * and the secret if there is one).  Its first is the data connection; a
- * second one is a control connection, opened by a rank that aborts while
+ * second one is a control connection, opened by a rank that cancels while
  * its data connection may be blocked behind data this rank has not asked
- * for yet: it carries the ABORT (and BYE), never data. */
+ * for yet: it carries CANCELs (and BYE), never data. */
 static void accept_peer(redcoll__tcp_conn *c, int q) {
   redcoll__tcp *t = c->t;
   redcoll__tcp_peer *p = &t->peers[q];

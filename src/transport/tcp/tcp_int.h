@@ -46,7 +46,7 @@ struct redcoll__tcp_conn {
   int reading;
   int bye;      /* the peer said goodbye */
   int ctl_only; /* an extra incoming connection from a peer that already has
-                 * one: it may carry ABORT and BYE, never data */
+                 * one: it may carry CANCEL and BYE, never data */
   int abort_after_hello; /* a control connection, opened to carry this
                           * rank's CANCELs (sent once it is set up) */
   int send_cancels;      /* the data connection, still connecting when this
@@ -208,11 +208,10 @@ struct redcoll__tcp {
   redcoll__tcp_addr self;
   redcoll__tcp_peer *peers;
   redcoll__tcp_conn conns; /* list head of every connection */
-  int ctl_pending;         /* BYE / ABORT / HELLO writes in flight */
+  int ctl_pending;         /* BYE / CANCEL / CLOSE / HELLO writes in flight */
   int connects_pending;
   int fatal;               /* first error that breaks every call */
-  int aborting;
-  /* The peer this rank failed to authenticate with (-1: none): its ABORT
+  /* The peer this rank failed to authenticate with (-1: none): its CANCEL
    * says so, so that every rank can tell why the job stopped. */
   int auth_failed_with;
   /* What the listener calls for a new connection (tcp.c hands it, from
@@ -225,9 +224,8 @@ struct redcoll__tcp {
    * claim it must check (tcp.c hands it from connect.c; the files that
    * parse frames cannot call connect.c, which calls them). */
   void (*connect_peer)(struct redcoll__tcp *t, int q, int for_abort);
-  uint64_t abort_tag; /* the ABORT frame's tag, once aborting */
-  /* The first abort this rank learnt of (its own or a peer's ABORT): who
-   * and why (an ABORT frame's tag), so that its BYE can say why it left;
+  /* The first abort this rank learnt of (its own cancel or a peer's CANCEL):
+   * who and why (a CANCEL frame's tag), so that its BYE can say why it left;
    * abort_from -1: none. */
   int abort_from;
   uint64_t abort_why;
