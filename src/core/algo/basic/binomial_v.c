@@ -66,13 +66,11 @@ static size_t bv_sum(const bv_ctx *t, int a, int b) {
   return s;
 }
 
-/* Child v + m of rank v: where its packed subtree sits in v's packed
- * buffer (bytes; the root's buffer leaves out its own block) and how long
- * it is. */
-static void bv_child(const bv_ctx *t, int v, int m, size_t *at, size_t *n) {
-  int e = redcoll__binom_end(t->p, v + m);
-  *at = bv_sum(t, v == 0 ? 1 : v, v + m) * t->es;
-  *n = bv_sum(t, v + m, e) * t->es;
+/* Bytes of child v + m's packed subtree.  The children's subtrees lie one
+ * after the other in v's packed buffer, smallest child first, behind v's
+ * own block (left out at the root): the loops keep the running offset. */
+static size_t bv_child(const bv_ctx *t, int v, int m) {
+  return bv_sum(t, v + m, redcoll__binom_end(t->p, v + m)) * t->es;
 }
 
 /* The root's blocks in virtual order, packed at pack, to or from their
@@ -99,10 +97,11 @@ static int gatherv_binomial(const redcoll__call *call) {
     /* an inner rank: its own block (not at the root), then the children's */
     if ((pack = redcoll__scratch(c, 0, t.sub)) == NULL) return REDCOLL_ENOMEM;
     if (t.v > 0) memcpy(pack, call->sendbuf, t.own);
+    size_t at = t.v > 0 ? t.own : 0;
     for (int m = 1; t.v + m < t.end; m <<= 1) {
-      size_t at, n;
-      bv_child(&t, t.v, m, &at, &n);
+      size_t n = bv_child(&t, t.v, m);
       if (n > 0 && (rc = redcoll__recv(c, bv_real(&t, t.v + m), pack + at, n)) != REDCOLL_OK) return rc;
+      at += n;
     }
   }
   if (t.v > 0) {
@@ -137,10 +136,12 @@ static int scatterv_binomial(const redcoll__call *call) {
   /* children, largest (farthest) first */
   int m = 1;
   while (t.v + m * 2 < t.end && m * 2 < redcoll__binom_low(t.p, t.v)) m <<= 1;
+  /* The packed buffer ends with the largest child's subtree. */
+  size_t at = t.v > 0 ? t.sub : t.sub - t.own;
   for (; m > 0; m >>= 1) {
     if (t.v + m >= t.end) continue;
-    size_t at, n;
-    bv_child(&t, t.v, m, &at, &n);
+    size_t n = bv_child(&t, t.v, m);
+    at -= n;
     if (n > 0 && (rc = redcoll__send(c, bv_real(&t, t.v + m), pack + at, n)) != REDCOLL_OK) return rc;
   }
   return REDCOLL_OK;
