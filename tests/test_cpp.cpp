@@ -12,6 +12,7 @@
  */
 #include <redcoll/redcoll.hpp>
 
+#include <atomic>
 #include <cstring>
 #include <mutex>
 #include <stdexcept>
@@ -201,10 +202,11 @@ void noncommutative(void) {
 }
 
 /* A struct with a field-wise lambda, plain and declared commutative; a
- * mutable lambda that counts its calls. */
+ * mutable lambda that counts its calls (with p > 1 some rank combines). */
 void struct_type(void) {
   for (int p = 1; p <= max_p; p++) {
-    redcoll::threads_run(p, [p](redcoll::comm_ref c) {
+    std::atomic<int> combined{0};
+    redcoll::threads_run(p, [p, &combined](redcoll::comm_ref c) {
       int r = c.rank();
       stat s = stat_of(r);
       stat zero{0, 0.0, INT32_MIN};
@@ -220,12 +222,14 @@ void struct_type(void) {
       std::vector<stat> all = c.all_gather(s);
       for (int i = 0; i < p; i++) RCHECK(all[i] == stat_of(i));
       int calls = 0;
-      auto counting = [calls](const stat &a, const stat &b) mutable {
+      auto counting = [calls, &combined](const stat &a, const stat &b) mutable {
         calls++;
+        combined.fetch_add(1);
         return stat_add(a, b);
       };
       RCHECK(c.all_reduce(s, counting) == fold(p, stat_of, stat_add, zero));
     });
+    CHECK(p == 1 || combined.load() > 0);
   }
 }
 

@@ -194,7 +194,8 @@ static int split_rank(redcoll_comm *c, void *arg) {
   if ((rc = redcoll_comm_split(c, me % 2, -me, &part)) != REDCOLL_OK) return rc;
   int n = redcoll_comm_size(part), pr = redcoll_comm_rank(part);
   for (size_t ai = 1; ai < N_OF(algos); ai++) {
-    redcoll_comm_set_algorithm(part, REDCOLL_COLL_EXSCAN_TOTAL, algos[ai]);
+    if ((rc = redcoll_comm_set_algorithm(part, REDCOLL_COLL_EXSCAN_TOTAL, algos[ai])) != REDCOLL_OK)
+      break;
     int64_t v[5], ex[5] = {-1, -1, -1, -1, -1}, tot[5];
     for (int i = 0; i < 5; i++) v[i] = me * 10 + i;
     if ((rc = redcoll_exscan_total(part, v, ex, tot, 5, REDCOLL_INT64, REDCOLL_SUM)) != REDCOLL_OK) break;
@@ -213,6 +214,7 @@ static int split_rank(redcoll_comm *c, void *arg) {
       bad |= tot[i] != want_tot[i];
       bad |= pr > 0 ? ex[i] != want_ex[i] : ex[i] != -1;
     }
+    bad |= n > 1 && redcoll_comm_last_algorithm(part) != algos[ai];
   }
   redcoll_comm_destroy(part);
   if (rc != REDCOLL_OK) return rc;

@@ -488,8 +488,9 @@ static int rank_main(redcoll_comm *c, void *arg) {
   if (rc == REDCOLL_OK) {
     if (!guard_ok(out, recvb)) fail(st, "rank %d: wrote past the end of recvbuf (%lld bytes)", r, (long long)recvb);
     if (!guard_ok(in, inb)) fail(st, "rank %d: wrote past the end of sendbuf (%lld bytes)", r, (long long)inb);
-    /* scatter in place keeps the root's sendbuf as it was, too */
-    if ((!ip || tc->coll == REDCOLL_COLL_SCATTER) && memcmp(in, orig, inb) != 0) fail(st, "rank %d: modified its sendbuf (%lld bytes)", r, (long long)inb);
+    /* in place, every rank's input was copied to recvbuf first (or is the
+     * root's scatter(v) sendbuf): in must be as it was in every case */
+    if (memcmp(in, orig, inb) != 0) fail(st, "rank %d: modified its input (%lld bytes)", r, (long long)inb);
     st->outs[r] = out;
     out = NULL;
   }
