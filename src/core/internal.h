@@ -304,6 +304,9 @@ redcoll_algo redcoll__select(const redcoll__call *call);
 
 /* ---- small shared helpers ---------------------------------------------- */
 
+/* a mod p in [0, p), for any int a (p > 0). */
+static inline int redcoll__mod(int a, int p) { return (a % p + p) % p; }
+
 static inline int redcoll__ceil_log2(int p) {
   int k = 0;
   while ((1 << k) < p) k++;

@@ -14,7 +14,7 @@
  * r + 2^k.  At the end slot i holds the block that came from rank r - i, so
  * the block from rank j is in slot (r - j) mod p (an involution: the final
  * rotation swaps pairs). */
-static inline int redcoll__bruck_slot_from(int p, int r, int j) { return ((r - j) % p + p) % p; }
+static inline int redcoll__bruck_slot_from(int p, int r, int j) { return redcoll__mod(r - j, p); }
 
 /* Slots of p that move in step k: those i < p with bit k set. */
 static inline int redcoll__bruck_moving(int p, int k) {

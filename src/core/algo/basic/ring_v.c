@@ -28,7 +28,7 @@ static int allgatherv_ring(const redcoll__call *call) {
   const size_t *n = call->counts, *d = call->displs;
   if (!call->in_place && n[r] > 0) memcpy(out + d[r] * es, call->sendbuf, n[r] * es);
   for (int k = 0; k < p - 1; k++) {
-    int sb = ((r - k) % p + p) % p, rb = ((r - k - 1) % p + p) % p;
+    int sb = redcoll__mod(r - k, p), rb = redcoll__mod(r - k - 1, p);
     rc = redcoll__sendrecv(c, n[sb] > 0 ? (r + 1) % p : -1, n[sb] > 0 ? out + d[sb] * es : NULL,
                            n[sb] * es, n[rb] > 0 ? (r - 1 + p) % p : -1,
                            n[rb] > 0 ? out + d[rb] * es : NULL, n[rb] * es);

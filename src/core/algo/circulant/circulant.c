@@ -108,8 +108,7 @@ int redcoll__circ_relative_blocks(int q, const int *skips, int *block) {
 
 /* ---- helpers ------------------------------------------------------------ */
 
-static int mod(int a, int p) { return ((a % p) + p) % p; }
-
+static int mod(int a, int p) { return redcoll__mod(a, p); } /* short: used all over */
 /* memcpy that accepts a NULL pointer with n == 0 (empty blocks). */
 static void copy(void *dst, const void *src, size_t n) {
   if (n > 0) memcpy(dst, src, n);

@@ -1,26 +1,13 @@
 /*
  * What the prefix-reduction algorithms (scan, exscan, exscan_total) share:
- * the kind of prefix a collective asks for, and the rank arithmetic of each
- * algorithm as pure functions with no I/O, which the tests call.  The
- * algorithms are scan_linear.c, hillis_steele.c and transpose.c; their
- * costs are in docs/algorithms/scan.md.
+ * the rank arithmetic of each algorithm as pure functions with no I/O,
+ * which the tests call.  The algorithms are scan_linear.c, hillis_steele.c
+ * and transpose.c; their costs are in docs/algorithms/scan.md.
  */
 #ifndef REDCOLL_SCAN_H
 #define REDCOLL_SCAN_H
 
 #include "internal.h"
-
-typedef enum redcoll__scan_kind {
-  REDCOLL__SCAN_INCLUSIVE, /* scan: rank i gets v_0 .. v_i */
-  REDCOLL__SCAN_EXCLUSIVE, /* exscan: rank i > 0 gets v_0 .. v_{i-1} */
-  REDCOLL__SCAN_TOTAL      /* exscan_total: the exclusive prefix and the total */
-} redcoll__scan_kind;
-
-static inline redcoll__scan_kind redcoll__scan_kind_of(redcoll_coll coll) {
-  return coll == REDCOLL_COLL_SCAN     ? REDCOLL__SCAN_INCLUSIVE
-         : coll == REDCOLL_COLL_EXSCAN ? REDCOLL__SCAN_EXCLUSIVE
-                                       : REDCOLL__SCAN_TOTAL;
-}
 
 /* Hillis-Steele, the round at distance d (1, 2, 4, ... < p): rank r sends
  * its window to *dst and receives one from *src; -1 where that rank does

@@ -23,17 +23,17 @@
 static int scan_linear(const redcoll__call *call) {
   redcoll_comm *c = call->comm;
   int p = c->size, r = c->rank, rc;
-  redcoll__scan_kind kind = redcoll__scan_kind_of(call->coll);
+  redcoll_coll kind = call->coll;
   size_t n = call->count, bytes = n * call->esize;
   const void *v = call->sendbuf;
   char *out = call->recvbuf;
   int last = r == p - 1;
   void *tmp = NULL;
-  if (r > 0 && (call->in_place || (kind != REDCOLL__SCAN_INCLUSIVE && !last)) &&
+  if (r > 0 && (call->in_place || (kind != REDCOLL_COLL_SCAN && !last)) &&
       (tmp = redcoll__scratch(c, 0, bytes)) == NULL)
     return REDCOLL_ENOMEM;
 
-  if (kind == REDCOLL__SCAN_INCLUSIVE) {
+  if (kind == REDCOLL_COLL_SCAN) {
     if (r == 0) {
       if (!call->in_place) memcpy(out, v, bytes);
     } else {
@@ -56,7 +56,7 @@ static int scan_linear(const redcoll__call *call) {
     if (!last && (rc = redcoll__send(c, r + 1, incl, bytes)) != REDCOLL_OK) return rc;
     if (call->in_place) memcpy(out, tmp, bytes);
   }
-  if (kind != REDCOLL__SCAN_TOTAL) return REDCOLL_OK;
+  if (kind != REDCOLL_COLL_EXSCAN_TOTAL) return REDCOLL_OK;
   return redcoll__bcast_linear(c, call->total, bytes, p - 1);
 }
 

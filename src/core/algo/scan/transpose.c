@@ -125,14 +125,14 @@ static int tp_return_total(const tp_ctx *t, const char *S) {
 static int scan_transpose(const redcoll__call *call) {
   redcoll_comm *c = call->comm;
   tp_ctx t = {call, call->count, call->esize, c->size, c->rank};
-  redcoll__scan_kind kind = redcoll__scan_kind_of(call->coll);
+  redcoll_coll kind = call->coll;
   char *S = redcoll__scratch(c, 0, (size_t)t.p * tp_len(&t, t.r) * t.es);
   if (S == NULL) return REDCOLL_ENOMEM;
   /* exscan needs the prefixes up to S_{p-2} only */
-  int rc = tp_gather_prefix(&t, S, kind == REDCOLL__SCAN_EXCLUSIVE ? t.p - 2 : t.p - 1);
+  int rc = tp_gather_prefix(&t, S, kind == REDCOLL_COLL_EXSCAN ? t.p - 2 : t.p - 1);
   if (rc != REDCOLL_OK) return rc;
-  if (kind == REDCOLL__SCAN_TOTAL) return tp_return_total(&t, S);
-  return tp_return(&t, S, kind == REDCOLL__SCAN_EXCLUSIVE);
+  if (kind == REDCOLL_COLL_EXSCAN_TOTAL) return tp_return_total(&t, S);
+  return tp_return(&t, S, kind == REDCOLL_COLL_EXSCAN);
 }
 
 /* ---- cost ---------------------------------------------------------------- */
