@@ -44,6 +44,10 @@ double redcoll__cost_rnd(const redcoll__mach *M, double sent, double reduced) {
   return M->a + sent * M->b + reduced * M->g;
 }
 
+double redcoll__cost_linear_rounds(const redcoll__mach *M, const redcoll__cost_args *a) {
+  return (a->p - 1) * redcoll__cost_rnd(M, (double)a->count * (double)a->esize, 0);
+}
+
 double redcoll__cost_butterfly(const redcoll__mach *M, int k, int h, size_t n, size_t es,
                                int route) {
   double t = 0;

@@ -52,6 +52,10 @@ double redcoll__cost_piece(size_t n, int z, size_t es);
 int redcoll__cost_halving_levels(size_t n, size_t es, size_t b, int levels);
 /* One round: alpha + sent beta + reduced gamma. */
 double redcoll__cost_rnd(const redcoll__mach *M, double sent, double reduced);
+/* p - 1 rounds, each moving one block of count elements, nothing reduced:
+ * the linear and pairwise data movements (bcast, gather(v), scatter(v),
+ * alltoall(v), the v-ring). */
+double redcoll__cost_linear_rounds(const redcoll__mach *M, const redcoll__cost_args *a);
 /* The butterfly over 2^k ranks with h halving levels: the reduction phase
  * (or, with route, also the reverse of the halving levels). */
 double redcoll__cost_butterfly(const redcoll__mach *M, int k, int h, size_t n, size_t es,

@@ -62,12 +62,10 @@ static int alltoall_pairwise(const redcoll__call *call) {
   return REDCOLL_OK;
 }
 
-static double cost_pairwise(const redcoll__mach *M, const redcoll__cost_args *a) {
-  return (a->p - 1) * redcoll__cost_rnd(M, (double)a->count * (double)a->esize, 0);
-}
-
 const redcoll__algo_entry redcoll__algos_pairwise[] = {
-    {REDCOLL_COLL_ALLTOALL, REDCOLL_ALGO_PAIRWISE, alltoall_pairwise, cost_pairwise, 0},
-    {REDCOLL_COLL_ALLTOALLV, REDCOLL_ALGO_PAIRWISE, alltoall_pairwise, cost_pairwise, 0},
+    {REDCOLL_COLL_ALLTOALL, REDCOLL_ALGO_PAIRWISE, alltoall_pairwise,
+     redcoll__cost_linear_rounds, 0},
+    {REDCOLL_COLL_ALLTOALLV, REDCOLL_ALGO_PAIRWISE, alltoall_pairwise,
+     redcoll__cost_linear_rounds, 0},
     {REDCOLL_COLL_COUNT, REDCOLL_ALGO_AUTO, NULL, NULL, 0},
 };

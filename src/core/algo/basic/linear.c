@@ -180,10 +180,6 @@ static double cost_reduce(const redcoll__mach *M, const redcoll__cost_args *a) {
   return starts(a) * M->a + p1 * m * (M->b + M->g);
 }
 
-static double cost_bcast(const redcoll__mach *M, const redcoll__cost_args *a) {
-  return (a->p - 1) * redcoll__cost_rnd(M, bytes_of(a), 0);
-}
-
 static double cost_reduce_scatter(const redcoll__mach *M, const redcoll__cost_args *a) {
   double p1 = a->p - 1, m = bytes_of(a), v = m * a->p;
   return p1 * redcoll__cost_rnd(M, v, v) + p1 * redcoll__cost_rnd(M, m, 0);
@@ -206,7 +202,7 @@ static double cost_barrier(const redcoll__mach *M, const redcoll__cost_args *a) 
 const redcoll__algo_entry redcoll__algos_linear[] = {
     {REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_LINEAR, allreduce_linear, cost_allreduce, 0},
     {REDCOLL_COLL_REDUCE, REDCOLL_ALGO_LINEAR, reduce_linear, cost_reduce, 0},
-    {REDCOLL_COLL_BCAST, REDCOLL_ALGO_LINEAR, bcast_linear, cost_bcast, 0},
+    {REDCOLL_COLL_BCAST, REDCOLL_ALGO_LINEAR, bcast_linear, redcoll__cost_linear_rounds, 0},
     {REDCOLL_COLL_REDUCE_SCATTER_BLOCK, REDCOLL_ALGO_LINEAR, reduce_scatter_linear,
      cost_reduce_scatter, 0},
     {REDCOLL_COLL_REDUCE_SCATTER, REDCOLL_ALGO_LINEAR, reduce_scatter_linear, cost_reduce_scatter,

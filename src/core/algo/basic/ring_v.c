@@ -37,11 +37,8 @@ static int allgatherv_ring(const redcoll__call *call) {
   return REDCOLL_OK;
 }
 
-static double cost_ring_v(const redcoll__mach *M, const redcoll__cost_args *a) {
-  return (a->p - 1) * redcoll__cost_rnd(M, (double)a->count * (double)a->esize, 0);
-}
-
 const redcoll__algo_entry redcoll__algos_ring_v[] = {
-    {REDCOLL_COLL_ALLGATHERV_DISPLS, REDCOLL_ALGO_RING, allgatherv_ring, cost_ring_v, 0},
+    {REDCOLL_COLL_ALLGATHERV_DISPLS, REDCOLL_ALGO_RING, allgatherv_ring,
+     redcoll__cost_linear_rounds, 0},
     {REDCOLL_COLL_COUNT, REDCOLL_ALGO_AUTO, NULL, NULL, 0},
 };

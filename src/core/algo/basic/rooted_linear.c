@@ -63,15 +63,10 @@ static int scatter_linear(const redcoll__call *call) {
   return REDCOLL_OK;
 }
 
-/* p-1 rounds at the root, one block each. */
-static double cost_rooted(const redcoll__mach *M, const redcoll__cost_args *a) {
-  return (a->p - 1) * redcoll__cost_rnd(M, (double)a->count * (double)a->esize, 0);
-}
-
 const redcoll__algo_entry redcoll__algos_rooted_linear[] = {
-    {REDCOLL_COLL_GATHER, REDCOLL_ALGO_LINEAR, gather_linear, cost_rooted, 0},
-    {REDCOLL_COLL_SCATTER, REDCOLL_ALGO_LINEAR, scatter_linear, cost_rooted, 0},
-    {REDCOLL_COLL_GATHERV, REDCOLL_ALGO_LINEAR, gather_linear, cost_rooted, 0},
-    {REDCOLL_COLL_SCATTERV, REDCOLL_ALGO_LINEAR, scatter_linear, cost_rooted, 0},
+    {REDCOLL_COLL_GATHER, REDCOLL_ALGO_LINEAR, gather_linear, redcoll__cost_linear_rounds, 0},
+    {REDCOLL_COLL_SCATTER, REDCOLL_ALGO_LINEAR, scatter_linear, redcoll__cost_linear_rounds, 0},
+    {REDCOLL_COLL_GATHERV, REDCOLL_ALGO_LINEAR, gather_linear, redcoll__cost_linear_rounds, 0},
+    {REDCOLL_COLL_SCATTERV, REDCOLL_ALGO_LINEAR, scatter_linear, redcoll__cost_linear_rounds, 0},
     {REDCOLL_COLL_COUNT, REDCOLL_ALGO_AUTO, NULL, NULL, 0},
 };
