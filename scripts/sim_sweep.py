@@ -921,12 +921,6 @@ tests/oracle (--irregular 1, 2), gatherv and scatterv with root p/3."""
 SCAN_N, A2A_N, V_N, E = 1000, 3, 5, 8
 
 
-def blk_lens(n, p):
-    """Block lengths (elements) of n cut into p blocks as evenly as possible."""
-    q, r = divmod(n, p)
-    return [q + (1 if i < r else 0) for i in range(p)]
-
-
 def binom_children(p, root, r):
     """Children of rank r in the binomial tree rooted at root (ranks)."""
     v = (r - root) % p
@@ -960,7 +954,7 @@ def scan_expect(coll, algo, p):
     # transpose: phase 1 sends the other blocks, receives p-1 pieces of the
     # own block; phase 3 sends the own block's prefix (and total) pieces,
     # receives the prefix (and total) blocks of the others
-    L = [x * E for x in blk_lens(SCAN_N, p)]
+    L = [x * E for x in balanced(SCAN_N, p)]
     sent, recv = [], []
     for r in range(p):
         k3 = p - 1 if incl else (p - 1 if r == 0 else p - 2)  # prefix pieces sent
