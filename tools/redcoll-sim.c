@@ -19,6 +19,7 @@ static void usage(FILE *f) {
           "  --coll     allreduce reduce reduce_scatter_block reduce_scatter allgather\n"
           "             allgatherv bcast gather scatter barrier scan exscan\n"
           "             exscan_total alltoall alltoallv gatherv scatterv\n"
+          "             allgatherv_displs\n"
           "  --algo     an algorithm name (see docs/algorithms), auto, or all (every\n"
           "             algorithm of the collective that applies: with --op noncomm\n"
           "             not those that need a commutative operator, with --op\n"
