@@ -603,6 +603,111 @@ REDCOLL_API int redcoll_allgatherv_displs(redcoll_comm *c, const void *sendbuf, 
                                           void *recvbuf, const size_t *recvcounts,
                                           const size_t *displs, redcoll_dtype dt);
 
+/* ------------------------------------------------------------------------ */
+/* Nonblocking collectives.                                                 */
+/*                                                                          */
+/* Each collective has an i-form with the same arguments and the same       */
+/* checks, then redcoll_request **req: it starts the collective and returns */
+/* at once (REDCOLL_OK and *req set), or returns the checks' status with    */
+/* nothing started and *req NULL.  The buffers, and the counts and displs   */
+/* arrays, must stay untouched until the request has finished.  Many        */
+/* requests may be outstanding on one communicator: they run one after      */
+/* another in the order they were started, which must be the same on every  */
+/* rank (as for blocking calls), and finish in that order; a blocking       */
+/* collective on the communicator first finishes those before it.           */
+/* Progress: a request moves on inside redcoll_test, redcoll_wait,          */
+/* redcoll_waitall and redcoll_comm_progress on its communicator (or on     */
+/* another communicator of the same transport object), and, depending on    */
+/* the transport, from its own thread, the embedder's event loop or a       */
+/* delivery (docs/embedding.md).  On a transport without posted exchanges   */
+/* (transport.h, version 4) the collective runs to its end inside the call  */
+/* that starts it.  Memory: a request is a few hundred bytes; each          */
+/* communicator with a request running holds one stack for it               */
+/* (REDCOLL_NB_STACK_KB, default 256 KiB of address space, of which only    */
+/* the pages touched are resident: a few KiB).                              */
+/* ------------------------------------------------------------------------ */
+
+typedef struct redcoll_request redcoll_request;
+
+/* Called once when the request's collective finishes, with its status,
+ * inside whichever call finished it (redcoll_test, redcoll_wait,
+ * redcoll_comm_progress, a delivery, an event-loop callback).  It may call
+ * redcoll_wait(req), which then returns at once and frees req, and start
+ * new collectives; it must not wait for another request. */
+typedef void (*redcoll_request_fn)(redcoll_request *req, int status, void *arg);
+
+/* Sets req's callback; if the collective has finished already, calls it at
+ * once.  REDCOLL_EINVAL if req is NULL or has a callback. */
+REDCOLL_API int redcoll_request_set_callback(redcoll_request *req, redcoll_request_fn fn,
+                                             void *arg);
+
+/* Moves the request on without waiting.  *done = 1: it has finished, req
+ * is freed and the collective's status is returned; *done = 0: REDCOLL_OK,
+ * test again later. */
+REDCOLL_API int redcoll_test(redcoll_request *req, int *done);
+/* Waits for the request to finish, frees it and returns the collective's
+ * status.  NULL: REDCOLL_OK. */
+REDCOLL_API int redcoll_wait(redcoll_request *req);
+/* Waits for all n (NULL entries are skipped), frees them, sets each entry
+ * to NULL and returns the first error in array order, or REDCOLL_OK. */
+REDCOLL_API int redcoll_waitall(redcoll_request **reqs, size_t n);
+
+/* Moves every outstanding request of c's transport object on, without
+ * waiting; returns REDCOLL_OK or the transport's error. */
+REDCOLL_API int redcoll_comm_progress(redcoll_comm *c);
+/* A file descriptor that becomes readable when redcoll_comm_progress has
+ * work to do, for a program that waits in its own poll or epoll; -1 if the
+ * transport has none (then call redcoll_comm_progress from a timer, or
+ * redcoll_wait).  The descriptor stays the transport's. */
+REDCOLL_API int redcoll_comm_fd(redcoll_comm *c);
+
+REDCOLL_API int redcoll_iallreduce(redcoll_comm *c, const void *sendbuf, void *recvbuf,
+                                   size_t count, redcoll_dtype dt, const redcoll_op *op,
+                                   redcoll_request **req);
+REDCOLL_API int redcoll_ireduce(redcoll_comm *c, const void *sendbuf, void *recvbuf, size_t count,
+                                redcoll_dtype dt, const redcoll_op *op, int root,
+                                redcoll_request **req);
+REDCOLL_API int redcoll_ireduce_scatter_block(redcoll_comm *c, const void *sendbuf, void *recvbuf,
+                                              size_t recvcount, redcoll_dtype dt,
+                                              const redcoll_op *op, redcoll_request **req);
+REDCOLL_API int redcoll_ireduce_scatter(redcoll_comm *c, const void *sendbuf, void *recvbuf,
+                                        const size_t *recvcounts, redcoll_dtype dt,
+                                        const redcoll_op *op, redcoll_request **req);
+REDCOLL_API int redcoll_iallgather(redcoll_comm *c, const void *sendbuf, void *recvbuf,
+                                   size_t count, redcoll_dtype dt, redcoll_request **req);
+REDCOLL_API int redcoll_iallgatherv(redcoll_comm *c, const void *sendbuf, size_t sendcount,
+                                    void *recvbuf, const size_t *recvcounts, redcoll_dtype dt,
+                                    redcoll_request **req);
+REDCOLL_API int redcoll_igather(redcoll_comm *c, const void *sendbuf, void *recvbuf, size_t count,
+                                redcoll_dtype dt, int root, redcoll_request **req);
+REDCOLL_API int redcoll_iscatter(redcoll_comm *c, const void *sendbuf, void *recvbuf, size_t count,
+                                 redcoll_dtype dt, int root, redcoll_request **req);
+REDCOLL_API int redcoll_ibcast(redcoll_comm *c, void *buf, size_t count, redcoll_dtype dt,
+                               int root, redcoll_request **req);
+REDCOLL_API int redcoll_ibarrier(redcoll_comm *c, redcoll_request **req);
+REDCOLL_API int redcoll_iscan(redcoll_comm *c, const void *sendbuf, void *recvbuf, size_t count,
+                              redcoll_dtype dt, const redcoll_op *op, redcoll_request **req);
+REDCOLL_API int redcoll_iexscan(redcoll_comm *c, const void *sendbuf, void *recvbuf, size_t count,
+                                redcoll_dtype dt, const redcoll_op *op, redcoll_request **req);
+REDCOLL_API int redcoll_iexscan_total(redcoll_comm *c, const void *sendbuf, void *recvbuf,
+                                      void *total, size_t count, redcoll_dtype dt,
+                                      const redcoll_op *op, redcoll_request **req);
+REDCOLL_API int redcoll_ialltoall(redcoll_comm *c, const void *sendbuf, void *recvbuf,
+                                  size_t count, redcoll_dtype dt, redcoll_request **req);
+REDCOLL_API int redcoll_ialltoallv(redcoll_comm *c, const void *sendbuf, const size_t *sendcounts,
+                                   const size_t *sdispls, void *recvbuf, const size_t *recvcounts,
+                                   const size_t *rdispls, redcoll_dtype dt, redcoll_request **req);
+REDCOLL_API int redcoll_igatherv(redcoll_comm *c, const void *sendbuf, size_t sendcount,
+                                 void *recvbuf, const size_t *recvcounts, const size_t *displs,
+                                 redcoll_dtype dt, int root, redcoll_request **req);
+REDCOLL_API int redcoll_iscatterv(redcoll_comm *c, const void *sendbuf, const size_t *sendcounts,
+                                  const size_t *displs, void *recvbuf, size_t recvcount,
+                                  redcoll_dtype dt, int root, redcoll_request **req);
+REDCOLL_API int redcoll_iallgatherv_displs(redcoll_comm *c, const void *sendbuf, size_t sendcount,
+                                           void *recvbuf, const size_t *recvcounts,
+                                           const size_t *displs, redcoll_dtype dt,
+                                           redcoll_request **req);
+
 #ifdef __cplusplus
 }
 #endif

@@ -3,8 +3,8 @@
  * a redcoll_transport_ops and passing it with your state to
  * redcoll_comm_create().  docs/transports.md walks through an example.
  *
- * Versions.  Version 3 (REDCOLL_TRANSPORT_VERSION) is what new transports
- * implement: one full-duplex member, exchange, instead of send, recv and
+ * Versions.  Version 3 is what a blocking transport implements (version 4,
+ * REDCOLL_TRANSPORT_VERSION, adds posted exchanges, below): one full-duplex member, exchange, instead of send, recv and
  * sendrecv; a context with every call that carries the collective's
  * deadline (the core measures it, on the transport's clock); and an info
  * member through which the transport names itself and proposes its default
@@ -31,6 +31,12 @@
  * Errors: members return REDCOLL_OK or a negative redcoll status.  After any
  * error the core considers the communicator broken and calls no member but
  * abort (if present) and destroy.
+ *
+ * Posted exchanges (version 4).  A transport that can start an exchange and
+ * finish it later offers post and progress (and, if it can, fd): the core
+ * runs nonblocking collectives (redcoll_iallreduce, ...) through them, and
+ * blocking ones through exchange as before.  On a transport without them a
+ * nonblocking collective runs to its end inside the call that starts it.
  */
 #ifndef REDCOLL_TRANSPORT_H
 #define REDCOLL_TRANSPORT_H
@@ -41,9 +47,10 @@
 extern "C" {
 #endif
 
-/* Version 2 added set_timeout, version 3 info, now and exchange.  The core
- * reads no member past the last one of the struct's version. */
-#define REDCOLL_TRANSPORT_VERSION 3
+/* Version 2 added set_timeout, version 3 info, now and exchange, version 4
+ * post, progress and fd.  The core reads no member past the last one of the
+ * struct's version. */
+#define REDCOLL_TRANSPORT_VERSION 4
 
 /* What a version 3 transport says about itself (the info member). */
 typedef struct redcoll_transport_info {
@@ -101,6 +108,22 @@ typedef struct redcoll_transport_msg {
   void *buf;     /* const for the sent side: never written */
   size_t len;    /* may be 0 */
 } redcoll_transport_msg;
+
+/* One posted exchange (version 4).  The core fills done and user, zeroes
+ * the rest and keeps the op, its messages' buffers and its peers' messages
+ * alive until the transport calls done. */
+typedef struct redcoll_transport_op {
+  /* Called by the transport exactly once, when the exchange has finished,
+   * with REDCOLL_OK or the status exchange would have returned.  Never
+   * inside post; inside progress on the thread that called it, or, for a
+   * transport that runs on the embedder's threads or event loop, inside
+   * the embedder's call that finished it (a delivery, a loop callback).
+   * done may call post (the core starts the collective's next exchange
+   * from it) but never progress. */
+  void (*done)(struct redcoll_transport_op *op, int status);
+  void *user;         /* the core's */
+  void *priv[4];      /* the transport's: room to link the op into its lists */
+} redcoll_transport_op;
 
 typedef struct redcoll_transport_ops {
   /* REDCOLL_TRANSPORT_VERSION, or 1 or 2 for a struct of an earlier
@@ -194,6 +217,37 @@ typedef struct redcoll_transport_ops {
    * on this transport object, so a transport may keep a record of it (and
    * drop what still arrives for it). */
   void (*close)(void *impl, uint64_t channel);
+
+  /* ---- version 4 (optional: NULL members make a blocking transport) ---- */
+
+  /* Starts what exchange does and returns at once: REDCOLL_OK, and done is
+   * called later exactly once; or an error status, and done is never
+   * called.  *ctx, *send and *recv may be read during the call only; the
+   * buffers they point to stay valid until done.  Posted exchanges of one
+   * channel are matched in the order posted (their messages from one rank
+   * to another arrive in that order); an exchange posted on another channel
+   * is independent.  An op still waiting at ctx->deadline_ns finishes with
+   * REDCOLL_ETIMEDOUT; cancel finishes the ops of its channel group with
+   * the status given (REDCOLL_EABORTED on the peers).  post and progress
+   * need both or neither. */
+  int (*post)(void *impl, const redcoll_transport_ctx *ctx, const redcoll_transport_msg *send,
+              const redcoll_transport_msg *recv, redcoll_transport_op *op);
+
+  /* Moves posted exchanges on and calls done for those that finish.
+   * Returns once it has called done, or once the transport's clock reaches
+   * until_ns (0: do what can be done now and return; UINT64_MAX: no bound),
+   * or earlier when another thread or a delivery has finished an op since
+   * it began; a return with nothing done is allowed (the core checks and
+   * calls again), but a transport should sleep, not spin, while nothing
+   * happens.  REDCOLL_OK, or a status if the transport itself is broken
+   * (its ops then finish with that status). */
+  int (*progress)(void *impl, uint64_t until_ns);
+
+  /* Optional: a file descriptor that becomes readable when progress has
+   * something to do, for a program that waits in its own poll or epoll and
+   * calls redcoll_comm_progress when it fires; -1 if there is none.  The
+   * transport keeps the descriptor; the program only polls it. */
+  int (*fd)(void *impl);
 } redcoll_transport_ops;
 
 #ifdef __cplusplus

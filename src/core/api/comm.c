@@ -14,7 +14,10 @@ static int ops_valid(const redcoll_transport_ops *ops) {
   if (ops == NULL || ops->destroy == NULL) return 0;
   if (ops->version == 1 || ops->version == 2)
     return ops->send != NULL && ops->recv != NULL && ops->sendrecv != NULL;
-  return ops->version == 3 && ops->info != NULL && ops->exchange != NULL;
+  if (ops->version != 3 && ops->version != 4) return 0;
+  if (ops->info == NULL || ops->exchange == NULL) return 0;
+  /* posted exchanges: both members or neither */
+  return ops->version == 3 || (ops->post == NULL) == (ops->progress == NULL);
 }
 
 /* Asks a version 3 transport about itself; checks the name. */
