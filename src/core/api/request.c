@@ -27,6 +27,7 @@
  * the call that starts it, in the caller's thread.
  */
 #include <stdlib.h>
+#include <time.h>
 
 #include "internal.h"
 
@@ -215,9 +216,25 @@ int redcoll__nb_start(const redcoll__call *call, int (*run)(redcoll__call *call)
   return REDCOLL_OK;
 }
 
-/* One pass of the transport's progress: waits up to until_ns. */
+/* A waiting thread's longest sleep in progress on a transport with
+ * threads: a request may finish on another thread just before this one
+ * goes to sleep for it, and the transport cannot know this thread waits
+ * for that one. */
+#define NB_SLICE_NS 5000000u
+
+static uint64_t transport_now(const redcoll_comm *c) {
+  if (c->ops->now != NULL) return c->ops->now(c->impl);
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* One pass of the transport's progress: waits at most until until_ns
+ * (UINT64_MAX: a slice, on a transport with threads). */
 static int progress(redcoll_comm *c, uint64_t until_ns) {
   if (!has_post(c)) return REDCOLL_OK;
+  if (until_ns == UINT64_MAX && (c->ep->caps & REDCOLL_TRANSPORT_CAP_THREADS))
+    until_ns = transport_now(c) + NB_SLICE_NS;
   return c->ops->progress(c->impl, until_ns);
 }
 
