@@ -655,6 +655,15 @@ REDCOLL_API int redcoll_waitall(redcoll_request **reqs, size_t n);
 /* Moves every outstanding request of c's transport object on, without
  * waiting; returns REDCOLL_OK or the transport's error. */
 REDCOLL_API int redcoll_comm_progress(redcoll_comm *c);
+/* Switches a background thread on (on = 1) or off (0) that moves the
+ * nonblocking collectives of c's transport object on while none of the
+ * program's threads is inside redcoll_test or redcoll_wait: a collective
+ * then overlaps the program's computation.  It sleeps while no request is
+ * outstanding.  REDCOLL_ENOTSUP on a transport without posted exchanges and
+ * threads (transport.h: post, REDCOLL_TRANSPORT_CAP_THREADS); off at
+ * creation; the last communicator's destruction stops it. */
+REDCOLL_API int redcoll_comm_set_progress_thread(redcoll_comm *c, int on);
+
 /* A file descriptor that becomes readable when redcoll_comm_progress has
  * work to do, for a program that waits in its own poll or epoll; -1 if the
  * transport has none (then call redcoll_comm_progress from a timer, or

@@ -86,6 +86,10 @@ typedef struct redcoll__endpoint {
   pthread_mutex_t mu; /* guards chans */
   uint64_t *chans;  /* channel bases in use by communicators here */
   size_t nchans, chans_cap;
+  /* Nonblocking requests started and not finished on its communicators
+   * (atomic), and the background progress thread (api/request.c). */
+  int outstanding;
+  struct redcoll__bg *bg;
 } redcoll__endpoint;
 
 /* A communicator uses the four channels base .. base + 3: its collectives,
@@ -282,6 +286,7 @@ typedef struct redcoll__nb {
   void (*op_done)(redcoll_transport_op *op, int status); /* its done */
   int op_status;
   int handoff;                  /* atomic: the fiber yielded, done was called */
+  int driving;                  /* atomic: threads inside drive */
 } redcoll__nb;
 
 /* Starts a checked call as a request that run (api/coll.c's) will run: at
@@ -295,6 +300,8 @@ int redcoll__nb_finished(redcoll_comm *c, int status, redcoll_request **req);
 void redcoll__nb_drain(redcoll_comm *c);
 /* At destruction: finishes what is outstanding and frees the state. */
 void redcoll__nb_free(redcoll_comm *c);
+/* Before the transport is destroyed: stops the progress thread. */
+void redcoll__nb_ep_stop(redcoll__endpoint *ep);
 
 /* ---- algorithm registry (algo/registry.c) --------------------------------------- */
 
