@@ -410,6 +410,21 @@ REDCOLL_API int redcoll_comm_get_cost_model(redcoll_comm *c, double *alpha, doub
  * REDCOLL_EINVAL if the file is unreadable, malformed or has no entry that
  * applies. */
 REDCOLL_API int redcoll_comm_load_tuning(redcoll_comm *c, const char *path);
+
+/* Self-calibration.  At the first collective that lets AUTO choose, a
+ * communicator measures its cost model (a millisecond or two of ring
+ * exchanges of 8 B and 256 KiB and local reductions, the fastest of a few
+ * of each) and every rank takes the largest measurement, so that AUTO is
+ * right on a network it has never seen and decides alike on every rank.
+ * Not when the model was set (redcoll_comm_set_cost_model,
+ * redcoll_comm_load_tuning, REDCOLL_COST_MODEL, REDCOLL_TUNING_FILE), nor
+ * on the simulator (its model is exact), nor with REDCOLL_CALIBRATE=0.
+ * redcoll_comm_set_calibration(c, 0) switches it off for c, (c, 1) has it
+ * measure again at the next such collective; redcoll_comm_calibrate
+ * measures now (collective: every rank calls it) and replaces any model.
+ * redcoll_comm_get_cost_model shows the result. */
+REDCOLL_API int redcoll_comm_calibrate(redcoll_comm *c);
+REDCOLL_API int redcoll_comm_set_calibration(redcoll_comm *c, int on);
 /* How many ranks share one CPU on the busiest host (f); every rank must
  * use the same value.  f <= 1 (the default): no CPU is shared.  With f > 1
  * a round waits for the f ranks of a CPU to take turns, so AUTO charges

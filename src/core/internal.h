@@ -131,6 +131,9 @@ struct redcoll_comm {
    * user.  info.name picks the tuning-file entry, info the defaults. */
   int cost_state;
   double cost_alpha, cost_beta, cost_gamma;
+  /* Self-calibration (select/calibrate.c): 0 not decided yet, 1 not
+   * wanted, 2 done or under way, 3 switched off by the program. */
+  int cal_state;
   /* Ranks per CPU (redcoll_comm_set_ranks_per_cpu): the value AUTO uses,
    * resolved like the cost model (state 0, 1, 2), and what the transport
    * found. */
