@@ -162,6 +162,30 @@ static int write_entry(const char *path, const char *transport, const tune *t) {
   return fclose(out) == 0 ? 0 : -1;
 }
 
+/* fn on every rank: under redcoll-run (the TCP environment set) this
+ * process's TCP rank, at least two of them; else p threads.  *transport
+ * names which, *rank is this process's rank (0 for threads), *size p. */
+static int run_ranks(int p, redcoll_rank_main fn, void *arg, const char **transport, int *rank,
+                     int *size) {
+  *transport = "threads";
+  *rank = 0;
+  *size = p;
+#ifdef REDCOLL_TUNE_TCP
+  if (getenv("REDCOLL_RANK") != NULL) {
+    redcoll_comm *c;
+    *transport = "tcp";
+    int rc = redcoll_tcp_comm_create_from_env(&c);
+    if (rc != REDCOLL_OK) return rc;
+    *rank = redcoll_comm_rank(c);
+    *size = redcoll_comm_size(c);
+    rc = *size < 2 ? REDCOLL_EINVAL : fn(c, arg);
+    redcoll_comm_destroy(c);
+    return rc;
+  }
+#endif
+  return redcoll_threads_run(p, fn, arg);
+}
+
 static int cmd_measure(int argc, char **argv) {
   const char *out = NULL;
   tune t;
@@ -176,30 +200,9 @@ static int cmd_measure(int argc, char **argv) {
     }
   }
   if (t.iters < 1) t.iters = 1;
-  const char *transport = "threads";
-  int rank = 0, rc;
-#ifdef REDCOLL_TUNE_TCP
-  if (getenv("REDCOLL_RANK") != NULL) {
-    redcoll_comm *c;
-    transport = "tcp";
-    rc = redcoll_tcp_comm_create_from_env(&c);
-    if (rc != REDCOLL_OK) {
-      fprintf(stderr, "redcoll-tune: tcp: %s\n", redcoll_strerror(rc));
-      return 1;
-    }
-    rank = redcoll_comm_rank(c);
-    if (redcoll_comm_size(c) < 2) {
-      fprintf(stderr, "redcoll-tune: needs at least 2 ranks\n");
-      redcoll_comm_destroy(c);
-      return 1;
-    }
-    rc = pingpong(c, &t);
-    redcoll_comm_destroy(c);
-  } else
-#endif
-  {
-    rc = redcoll_threads_run(2, two_ranks_main, &t);
-  }
+  const char *transport;
+  int rank, size;
+  int rc = run_ranks(2, two_ranks_main, &t, &transport, &rank, &size);
   if (rc != REDCOLL_OK) {
     fprintf(stderr, "redcoll-tune: ping-pong: %s\n", redcoll_strerror(rc));
     return 1;
@@ -223,7 +226,6 @@ static int cmd_measure(int argc, char **argv) {
 typedef struct cal {
   int reps;
   double m[CAL_MAX_REPS][3];
-  int status;
 } cal;
 
 /* The library's own calibration (redcoll_comm_calibrate), reps times, each
@@ -240,12 +242,7 @@ static int calibrate_reps(redcoll_comm *c, cal *k) {
   return REDCOLL_OK;
 }
 
-static int calibrate_main(redcoll_comm *c, void *arg) {
-  cal *k = arg;
-  int rc = calibrate_reps(c, k);
-  if (redcoll_comm_rank(c) == 0) k->status = rc;
-  return rc;
-}
+static int calibrate_main(redcoll_comm *c, void *arg) { return calibrate_reps(c, arg); }
 
 /* Prints the spread of each term and how often AUTO's allreduce choice
  * under each repetition's model is the most common one, over the sizes. */
@@ -298,24 +295,9 @@ static int cmd_calibrate(int argc, char **argv) {
     free(k);
     return 2;
   }
-  const char *transport = "threads";
-  int rank = 0, rc;
-#ifdef REDCOLL_TUNE_TCP
-  if (getenv("REDCOLL_RANK") != NULL) {
-    redcoll_comm *c;
-    transport = "tcp";
-    rc = redcoll_tcp_comm_create_from_env(&c);
-    if (rc == REDCOLL_OK) {
-      rank = redcoll_comm_rank(c);
-      p = redcoll_comm_size(c);
-      rc = calibrate_reps(c, k);
-      redcoll_comm_destroy(c);
-    }
-  } else
-#endif
-  {
-    rc = redcoll_threads_run(p, calibrate_main, k);
-  }
+  const char *transport;
+  int rank;
+  int rc = run_ranks(p, calibrate_main, k, &transport, &rank, &p);
   if (rc != REDCOLL_OK) {
     fprintf(stderr, "redcoll-tune calibrate: %s\n", redcoll_strerror(rc));
     free(k);
