@@ -399,6 +399,9 @@ static int rank_secret(redcoll_comm *c, void *arg) {
   int me = redcoll_comm_rank(c);
   char path[128];
   int saved = log_begin(path, sizeof path, me);
+  /* The cases below count on who meets whom first in AUTO's allreduce
+   * (linear at p = 5 and 6); the self-calibration's ring would come first. */
+  redcoll_comm_set_calibration(c, 0);
   double t0 = now_s();
   int rc = run_verified(c, 5);
   sh->t[me] = now_s() - t0;
