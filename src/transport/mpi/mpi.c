@@ -482,7 +482,7 @@ static void mp_destroy(void *impl) {
   }
   int finalized = 1;
   MPI_Finalized(&finalized);
-  if (!finalized && !m->dirty) MPI_Comm_free(&m->comm);
+  if (!finalized && !m->dirty) PMPI_Comm_free(&m->comm);
   free(m->cancelled);
   free(m);
 }
@@ -517,13 +517,13 @@ static int resolve_timeout(int64_t *out) {
 static int ranks_per_cpu(MPI_Comm comm, double *out) {
   MPI_Comm node;
   int n = 1;
-  if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS)
+  if (PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS)
     return MPI_ERR_OTHER;
   MPI_Comm_size(node, &n);
-  MPI_Comm_free(&node);
+  PMPI_Comm_free(&node);
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   double mine = cpus > 0 ? (double)n / (double)cpus : 1.0;
-  return MPI_Allreduce(&mine, out, 1, MPI_DOUBLE, MPI_MAX, comm);
+  return PMPI_Allreduce(&mine, out, 1, MPI_DOUBLE, MPI_MAX, comm);
 }
 
 REDCOLL_API int redcoll_mpi_comm_create(MPI_Comm comm, redcoll_comm **out) {
@@ -547,7 +547,7 @@ REDCOLL_API int redcoll_mpi_comm_create(MPI_Comm comm, redcoll_comm **out) {
   if (m == NULL) return REDCOLL_ENOMEM;
   m->timeout_ms = timeout;
   m->ctrl_req = MPI_REQUEST_NULL;
-  int e = MPI_Comm_dup(comm, &m->comm);
+  int e = PMPI_Comm_dup(comm, &m->comm);
   if (e != MPI_SUCCESS) {
     rc = mpi_status(m, e, "MPI_Comm_dup");
     free(m);
@@ -577,7 +577,7 @@ REDCOLL_API int redcoll_mpi_comm_create(MPI_Comm comm, redcoll_comm **out) {
   if (rc == REDCOLL_OK) return REDCOLL_OK;
   cancel_recv(&m->ctrl_req);
 fail:
-  MPI_Comm_free(&m->comm);
+  PMPI_Comm_free(&m->comm);
   free(m);
   return rc;
 }
