@@ -19,6 +19,7 @@ HEADERS = [
     ("mock.h", "The simulator"),
     ("threads.h", "The threads transport"),
     ("tcp.h", "The TCP transport"),
+    ("mpi.h", "The MPI transport (built with an MPI; docs/mpi.md)"),
 ]
 
 INTRO = """# API reference
