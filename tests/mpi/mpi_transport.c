@@ -1,11 +1,13 @@
 /*
- * The MPI transport under mpirun: every algorithm of every collective that
- * reduces (allreduce, reduce, reduce_scatter(_block), scan, exscan) and
- * the data movers with their default choice, against values every rank
- * computes itself; a non-commutative operator with every rank-ordered
- * algorithm against a rank-order fold; messages above the inline limit;
- * dup and split (channels); a mismatch; a deadline that fires and the
- * abort the peers then see.  Run as `mpirun -np P mpi_transport`.
+ * The MPI transport under mpirun: every algorithm of allreduce and reduce
+ * (every root) against sums every rank computes itself; a non-commutative
+ * operator with every rank-ordered algorithm of allreduce, and with scan,
+ * exscan and reduce_scatter_block (their default choice), against a
+ * rank-order fold; bcast, allgather and alltoall with their default
+ * choice; messages below and above the 4 KiB inline limit; dup and split
+ * (channels), and two communicators' messages received out of order; a
+ * mismatch; a deadline that fires and the abort the peers then see.  Run
+ * as `mpirun -np P mpi_transport`.
  */
 #include <mpi.h>
 #include <stdint.h>
