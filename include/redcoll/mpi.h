@@ -29,7 +29,11 @@
  * minutes; 0: no bound) or than the collective's deadline
  * (redcoll_comm_set_deadline) REDCOLL_ETIMEDOUT; a peer's abort
  * REDCOLL_EABORTED.  A waiting rank polls MPI, yielding the CPU between
- * polls after REDCOLL_SPIN_US microseconds.
+ * polls after REDCOLL_SPIN_US microseconds.  A rank that destroys a
+ * communicator tells nobody (as MPI does not): a peer still waiting for it
+ * there waits until its deadline or timeout.  A transport that saw an
+ * error or an abort keeps its duplicate until MPI_Finalize rather than
+ * freeing it (Open MPI would hand late messages to the next communicator).
  */
 #ifndef REDCOLL_MPI_H
 #define REDCOLL_MPI_H
