@@ -140,11 +140,16 @@ REDCOLL_API void redcoll_tcp_config_init(redcoll_tcp_config *cfg);
  *   rank, size: REDCOLL_RANK / REDCOLL_SIZE, else SLURM_PROCID /
  *               SLURM_NTASKS, OMPI_COMM_WORLD_RANK / OMPI_COMM_WORLD_SIZE,
  *               PMI_RANK / PMI_SIZE, torchrun's RANK / WORLD_SIZE (the
- *               first pair that is complete); size at most
- *               REDCOLL_TCP_MAX_SIZE;
+ *               first pair that is complete), else, in a build with PMIx
+ *               under a PMIx server (PMIX_NAMESPACE and PMIX_RANK set),
+ *               from PMIx; size at most REDCOLL_TCP_MAX_SIZE;
  *   hosts:      REDCOLL_HOSTS;     master: REDCOLL_MASTER, else under
  *               torchrun MASTER_ADDR at MASTER_PORT + 1 (PyTorch's own
- *               rendezvous keeps MASTER_PORT);
+ *               rendezvous keeps MASTER_PORT).  With neither, under a
+ *               PMIx server (built with PMIx), every rank's address comes
+ *               from PMIx: each listens on its first interface that is
+ *               not loopback (or as REDCOLL_LISTEN, REDCOLL_IFNAME say)
+ *               and the addresses are traded by put, fence and get;
  *   listen:     REDCOLL_LISTEN (host, host:port or :port);
  *   wait_timeout_ms: REDCOLL_TIMEOUT_MS (0 there: REDCOLL_WAIT_FOREVER);
  *   ifname: REDCOLL_IFNAME;

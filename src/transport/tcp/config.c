@@ -8,6 +8,9 @@
 
 #include "base.h"
 #include "config.h"
+#ifdef REDCOLL_HAVE_PMIX
+#include "pmix_boot.h"
+#endif
 #include "env.h"
 #include "redcoll/tcp.h"
 #include "wire.h"
@@ -84,6 +87,13 @@ REDCOLL_API int redcoll_tcp_config_from_env(redcoll_tcp_config *cfg) {
       return REDCOLL_EINVAL;
     }
   }
+#ifdef REDCOLL_HAVE_PMIX
+  /* Started by a PMIx server without a launcher's variables: PMIx knows. */
+  if (cfg->rank < 0 && redcoll__tcp_pmix_present()) {
+    int rc = redcoll__tcp_pmix_rank_size(&cfg->rank, &cfg->size);
+    if (rc != REDCOLL_OK) return rc;
+  }
+#endif
   if (cfg->rank < 0) {
     redcoll__log(0, "tcp: no rank in the environment (REDCOLL_RANK and REDCOLL_SIZE, or a "
                     "launcher's SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMI_RANK, or torchrun's "
