@@ -34,6 +34,9 @@
 
 #include "test.h"
 #include "shm_runner.h"
+#ifdef REDCOLL_TEST_TCP
+#include "tcp_runner.h"
+#endif
 
 static void *shared_new(size_t n) {
   void *s = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -78,6 +81,7 @@ static int cma_allowed(void) {
 typedef struct colls_out {
   int bad[64];
   int cma[64][64];
+  int local[64][64];
 } colls_out;
 
 static const size_t counts[] = {1, 7, 1000, 5000, 300000};
@@ -86,7 +90,10 @@ static double val(int r, size_t i) { return (double)(r * 1000 + (int)(i % 1000))
 static int colls_rank(redcoll_comm *c, void *arg) {
   colls_out *o = arg;
   int r = redcoll_comm_rank(c), p = redcoll_comm_size(c), bad = 0;
-  for (int s = 0; s < p; s++) o->cma[r][s] = s == r ? -1 : redcoll_shm_comm_uses_cma(c, s);
+  for (int s = 0; s < p; s++) {
+    o->cma[r][s] = s == r ? -1 : redcoll_shm_comm_uses_cma(c, s);
+    o->local[r][s] = redcoll_shm_comm_is_local(c, s);
+  }
   size_t maxn = 300000;
   double *in = malloc(maxn * sizeof *in), *out = malloc(maxn * (size_t)p * sizeof *out);
   if (in == NULL || out == NULL) return REDCOLL_ENOMEM;
@@ -126,8 +133,10 @@ static void colls_with(int copy, int expect_cma) {
     CHECK_MSG(shm_run_opts_run(p, colls_rank, o, &opts) == REDCOLL_OK, "p=%d copy=%d", p, copy);
     for (int r = 0; r < p; r++) {
       CHECK_MSG(o->bad[r] == 0, "p=%d rank %d: %d wrong elements", p, r, o->bad[r]);
-      for (int s = 0; s < p; s++)
+      for (int s = 0; s < p; s++) {
         if (s != r) CHECK_INT(o->cma[r][s], expect_cma);
+        CHECK_INT(o->local[r][s], 1);
+      }
     }
     munmap(o, sizeof *o);
   }
@@ -219,6 +228,7 @@ static void comms(void) {
 typedef struct fault_out {
   int rc[8];
   int iters[8];
+  double took[8];
   uint64_t deadline_ms;
 } fault_out;
 
@@ -477,6 +487,103 @@ static void bad_config(void) {
   redcoll_comm_destroy(c);
 }
 
+
+/* ---- inside TCP --------------------------------------------------------------- */
+
+#ifdef REDCOLL_TEST_TCP
+/* Options of a TCP run with the shared-memory path, rank r on fake host
+ * hosts[r] (NULL: all on this host). */
+static void hosts_opts(tcp_run_opts *o, const char *const *hosts) {
+  memset(o, 0, sizeof *o);
+  o->shm = 1;
+  for (int r = 0; r < 5 && hosts != NULL; r++) o->shm_hosts[r] = hosts[r];
+}
+
+/* Ranks 0-1 on host A, 2-4 on host B (REDCOLL_SHM_HOST_ID), or all on this
+ * host, or shared memory off: which pairs are local, and collectives whose
+ * exchanges mix both paths, every element checked. */
+static void tcp_hosts(void) {
+  static const char *const two[5] = {"A", "A", "B", "B", "B"};
+  for (int mode = 0; mode < 3; mode++) {
+    colls_out *o = shared_new(sizeof *o);
+    tcp_run_opts opts;
+    hosts_opts(&opts, mode == 1 ? two : NULL);
+    opts.shm = mode != 2;
+    CHECK_MSG(tcp_run_opts_run(5, colls_rank, o, &opts) == REDCOLL_OK, "mode %d", mode);
+    for (int r = 0; r < 5; r++) {
+      CHECK_MSG(o->bad[r] == 0, "mode %d rank %d: %d wrong elements", mode, r, o->bad[r]);
+      for (int q = 0; q < 5; q++) {
+        int want = mode == 0 ? 1 : mode == 2 ? 0 : (r < 2) == (q < 2);
+        CHECK_MSG(o->local[r][q] == want, "mode %d: is_local(%d, %d) = %d", mode, r, q,
+                  o->local[r][q]);
+        if (q != r) CHECK_INT(o->cma[r][q], REDCOLL_EINVAL); /* not a shm communicator */
+      }
+    }
+    munmap(o, sizeof *o);
+  }
+}
+
+/* Communicators and threads over the two fake hosts. */
+static void tcp_hosts_comms(void) {
+  static const char *const two[5] = {"A", "B", "A", "B", "B"};
+  comms_out *o = shared_new(sizeof *o);
+  tcp_run_opts opts;
+  hosts_opts(&opts, two);
+  CHECK_INT(tcp_run_opts_run(5, comms_rank, o, &opts), REDCOLL_OK);
+  for (int r = 0; r < 5; r++) {
+    CHECK_MSG(o->bad[r] == 0, "rank %d: %d bad", r, o->bad[r]);
+    CHECK_INT(o->half_rc[r], REDCOLL_OK);
+    CHECK_INT(o->world_rc[r], REDCOLL_OK);
+  }
+  munmap(o, sizeof *o);
+}
+
+/* Rank 3 (host B) kills itself after 20 allreduces: every survivor, on
+ * either host, fails within 3 s. */
+static int tcp_kill_rank(redcoll_comm *c, void *arg) {
+  fault_out *o = arg;
+  int r = redcoll_comm_rank(c);
+  size_t n = (size_t)1 << 15;
+  double *v = calloc(2 * n, sizeof *v);
+  if (v == NULL) return REDCOLL_ENOMEM;
+  int rc = REDCOLL_OK, it = 0;
+  double t0 = shm_run__now();
+  for (; it < 100000 && rc == REDCOLL_OK; it++) {
+    if (r == 3 && it == 20) raise(SIGKILL);
+    rc = redcoll_allreduce(c, v, v + n, n, REDCOLL_FLOAT64, REDCOLL_SUM);
+  }
+  free(v);
+  o->rc[r] = rc;
+  o->iters[r] = it;
+  o->took[r] = shm_run__now() - t0;
+  return REDCOLL_OK;
+}
+
+static void tcp_hosts_kill(void) {
+  static const char *const two[5] = {"A", "A", "B", "B", "B"};
+  fault_out *o = shared_new(sizeof *o);
+  tcp_run_opts opts;
+  hosts_opts(&opts, two);
+  opts.timeout_ms = 30000;
+  tcp_run_opts_run(5, tcp_kill_rank, o, &opts);
+  CHECK_INT(opts.statuses[3], REDCOLL_ETRANSPORT);
+  for (int r = 0; r < 5; r++) {
+    if (r == 3) continue;
+    CHECK_INT(opts.statuses[r], REDCOLL_OK);
+    CHECK_MSG(o->rc[r] == REDCOLL_ETRANSPORT || o->rc[r] == REDCOLL_EABORTED, "rank %d: %s", r,
+              redcoll_status_name(o->rc[r]));
+    CHECK_MSG(o->iters[r] >= 20 && o->iters[r] <= 22, "rank %d: %d iterations", r, o->iters[r]);
+    CHECK_MSG(o->took[r] < 5.0, "rank %d took %.2f s", r, o->took[r]);
+  }
+  munmap(o, sizeof *o);
+}
+#else
+static void tcp_hosts(void) { printf("note: built without TCP; tcp_hosts did not run\n"); }
+static void tcp_hosts_comms(void) { printf("note: built without TCP; tcp_hosts_comms did not run\n"); }
+static void tcp_hosts_kill(void) { printf("note: built without TCP; tcp_hosts_kill did not run\n"); }
+#endif
+
 TEST_MAIN(TEST(colls_cma), TEST(colls_queue), TEST(comms), TEST(kill9), TEST(sigstop),
           TEST(stale_name), TEST(two_jobs), TEST(name_in_use), TEST(create_timeout),
-          TEST(from_env), TEST(bad_config))
+          TEST(from_env), TEST(bad_config), TEST(tcp_hosts), TEST(tcp_hosts_comms),
+          TEST(tcp_hosts_kill))

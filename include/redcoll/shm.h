@@ -117,6 +117,14 @@ REDCOLL_API int redcoll_shm_comm_create_from_env(redcoll_comm **out);
  * a shared-memory communicator or peer is out of range or this rank. */
 REDCOLL_API int redcoll_shm_comm_uses_cma(const redcoll_comm *c, int peer);
 
+/* 1 if messages between this rank and rank peer (a rank of the world the
+ * transport was created with) go through shared memory: always on a
+ * shared-memory communicator; on a TCP communicator for the ranks of this
+ * host, unless REDCOLL_SHM=0 or the configuration's no_shm turned the path
+ * off; 0 otherwise, and for other transports.  REDCOLL_EINVAL for a NULL c
+ * or a peer out of range. */
+REDCOLL_API int redcoll_shm_comm_is_local(const redcoll_comm *c, int peer);
+
 #ifdef __cplusplus
 }
 #endif

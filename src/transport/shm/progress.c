@@ -80,11 +80,12 @@ static void cma_receive(shm_impl *t, int s, const shm_frame *f, shm_op *op) {
   }
   int rc = redcoll__shm_copy_from(t->ranks[s].pid, f->addr, op->buf, (size_t)f->len);
   if (rc != REDCOLL_OK)
-    redcoll__log(0, "shm rank %d: reading %llu bytes from rank %d's memory failed: %s", t->rank,
-                 (unsigned long long)f->len, s, strerror(errno));
+    redcoll__log(0, "shm rank %d: reading %llu bytes from rank %d's memory failed: %s",
+                 REDCOLL__SHM_WR(t, t->rank), (unsigned long long)f->len, REDCOLL__SHM_WR(t, s), strerror(errno));
   if (!ack_move(t, s, f->slot, ACK_BUSY, rc == REDCOLL_OK ? ACK_OK : ACK_CANCELLED)) {
     /* Withdrawn during the copy: what was read may not be the message. */
-    redcoll__log(0, "shm rank %d: rank %d withdrew its message during the copy", t->rank, s);
+    redcoll__log(0, "shm rank %d: rank %d withdrew its message during the copy",
+                 REDCOLL__SHM_WR(t, t->rank), REDCOLL__SHM_WR(t, s));
     rc = REDCOLL_ETRANSPORT;
   }
   finish(op, rc);
@@ -98,7 +99,8 @@ static int mismatched(const shm_frame *f, const shm_op *op) {
 
 static void log_mismatch(shm_impl *t, int s, const shm_frame *f, const shm_op *op) {
   redcoll__log(0, "shm rank %d: the next message from rank %d has tag %llx and %llu bytes, the "
-                  "receive expects tag %llx and %zu bytes", t->rank, s, (unsigned long long)f->tag,
+                  "receive expects tag %llx and %zu bytes", REDCOLL__SHM_WR(t, t->rank), REDCOLL__SHM_WR(t, s),
+               (unsigned long long)f->tag,
                (unsigned long long)f->len, (unsigned long long)op->tag, op->len);
 }
 
@@ -169,8 +171,8 @@ static void dispatch(shm_impl *t, int s, shm_peer *ps) {
   if (u == NULL) {
     /* Out of memory: the communicator cannot go on; drop the message and
      * make its receive fail by cutting nothing else. */
-    redcoll__log(0, "shm rank %d: no memory to keep a message of %llu bytes from rank %d", t->rank,
-                 (unsigned long long)f->len, s);
+    redcoll__log(0, "shm rank %d: no memory to keep a message of %llu bytes from rank %d",
+                 REDCOLL__SHM_WR(t, t->rank), (unsigned long long)f->len, REDCOLL__SHM_WR(t, s));
     if (f->kind == FRAME_CMA) ack_refuse(t, s, f->slot, ACK_CANCELLED);
     if (f->kind == FRAME_INLINE) read_into(ps, NULL, NULL, NULL);
     return;

@@ -41,22 +41,24 @@ static void check_live(shm_impl *t, uint64_t now) {
   int d;
   while ((d = redcoll__shm_live_check(&t->live)) >= 0)
     if (!__atomic_load_n(&t->ranks[d].gone, __ATOMIC_ACQUIRE)) /* not a rank that has finished */
-      redcoll__log(0, "shm rank %d: rank %d (pid %d) has died", t->rank, d, t->live.pids[d]);
+      redcoll__log(0, "shm rank %d: rank %d (pid %d) has died", REDCOLL__SHM_WR(t, t->rank),
+                   REDCOLL__SHM_WR(t, d), t->live.pids[d]);
 }
 
 static void log_timeout(shm_impl *t, const shm_op *s, const shm_op *r, int by_coll) {
   char what[64];
   if (s != NULL && r != NULL && s->peer != r->peer)
-    snprintf(what, sizeof what, "exchanging with ranks %d and %d", s->peer, r->peer);
+    snprintf(what, sizeof what, "exchanging with ranks %d and %d", REDCOLL__SHM_WR(t, s->peer),
+             REDCOLL__SHM_WR(t, r->peer));
   else
     snprintf(what, sizeof what, "%s rank %d",
              s != NULL && r != NULL ? "exchanging with" : s != NULL ? "sending to" : "receiving from",
-             s != NULL ? s->peer : r->peer);
+             REDCOLL__SHM_WR(t, s != NULL ? s->peer : r->peer));
   if (by_coll)
     redcoll__log(0, "shm rank %d: %s: the collective did not finish within its deadline "
-                    "(redcoll_comm_set_deadline)", t->rank, what);
+                    "(redcoll_comm_set_deadline)", REDCOLL__SHM_WR(t, t->rank), what);
   else
-    redcoll__log(0, "shm rank %d: %s did not complete within %llu ms", t->rank, what,
+    redcoll__log(0, "shm rank %d: %s did not complete within %llu ms", REDCOLL__SHM_WR(t, t->rank), what,
                  (unsigned long long)(t->timeout_ns / 1000000u));
 }
 
@@ -65,8 +67,8 @@ static void log_doomed(shm_impl *t, const shm_op *op) {
   const char *why = t->live.dead[s]                                 ? "has died"
                     : __atomic_load_n(&t->ranks[s].gone, __ATOMIC_ACQUIRE) ? "has left (its transport was destroyed)"
                     : "closed the communicator or cut its queue";
-  redcoll__log(0, "shm rank %d: %s rank %d: rank %d %s", t->rank,
-               op->is_send ? "sending to" : "receiving from", s, s, why);
+  redcoll__log(0, "shm rank %d: %s rank %d: rank %d %s", REDCOLL__SHM_WR(t, t->rank),
+               op->is_send ? "sending to" : "receiving from", REDCOLL__SHM_WR(t, s), REDCOLL__SHM_WR(t, s), why);
 }
 
 static int sh_exchange(void *impl, const redcoll_transport_ctx *ctx,
@@ -276,8 +278,9 @@ REDCOLL_API void redcoll_shm_config_init(redcoll_shm_config *cfg) {
   cfg->size = -1;
 }
 
-REDCOLL_API int redcoll_shm_comm_create(const redcoll_shm_config *cfg, redcoll_comm **out) {
-  if (out == NULL) return REDCOLL_EINVAL;
+const redcoll_transport_ops *redcoll__shm_ops(void) { return &shm_ops; }
+
+int redcoll__shm_impl_create(const redcoll_shm_config *cfg, shm_impl **out) {
   *out = NULL;
   if (cfg == NULL || cfg->size < 1 || cfg->size > REDCOLL_SHM_MAX_SIZE || cfg->rank < 0 ||
       cfg->rank >= cfg->size || (cfg->copy != REDCOLL_SHM_COPY_AUTO &&
@@ -318,12 +321,22 @@ REDCOLL_API int redcoll_shm_comm_create(const redcoll_shm_config *cfg, redcoll_c
     free(pids);
     if (rc != REDCOLL_OK) goto fail;
   }
-  rc = redcoll_comm_create(&shm_ops, t, t->rank, t->size, out);
-  if (rc != REDCOLL_OK) sh_destroy(t); /* still ours */
-  return rc;
+  *out = t;
+  return REDCOLL_OK;
 
 fail:
   sh_destroy(t);
+  return rc;
+}
+
+REDCOLL_API int redcoll_shm_comm_create(const redcoll_shm_config *cfg, redcoll_comm **out) {
+  if (out == NULL) return REDCOLL_EINVAL;
+  *out = NULL;
+  shm_impl *t;
+  int rc = redcoll__shm_impl_create(cfg, &t);
+  if (rc != REDCOLL_OK) return rc;
+  rc = redcoll_comm_create(&shm_ops, t, t->rank, t->size, out);
+  if (rc != REDCOLL_OK) sh_destroy(t); /* still ours */
   return rc;
 }
 

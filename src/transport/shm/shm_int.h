@@ -150,8 +150,18 @@ typedef struct shm_impl {
   uint32_t ack_gen[REDCOLL__SHM_ACKS]; /* each slot's last generation */
   uint64_t *closed;             /* this rank's closed channel groups */
   size_t nclosed;
+  const int *world;             /* rank numbers for the logs (host.c: those
+                                 * of the TCP world); NULL: the same */
   char name[256];
 } shm_impl;
+
+/* Rank r as the logs name it. */
+#define REDCOLL__SHM_WR(t, r) ((t)->world != NULL ? (t)->world[r] : (r))
+
+/* ---- shm.c ---- */
+/* The transport of cfg without its communicator (for host.c). */
+int redcoll__shm_impl_create(const redcoll_shm_config *cfg, shm_impl **out);
+const redcoll_transport_ops *redcoll__shm_ops(void);
 
 /* ---- segment.c ---- */
 /* Creates (rank 0) or attaches to (the others) the segment of cfg, waits
