@@ -19,6 +19,7 @@ HEADERS = [
     ("mock.h", "The simulator"),
     ("threads.h", "The threads transport"),
     ("tcp.h", "The TCP transport"),
+    ("shm.h", "The shared-memory transport"),
 ]
 
 INTRO = """# API reference
