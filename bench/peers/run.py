@@ -8,7 +8,8 @@
                        [--from-raw CSV]
 
 Implementations (the impl column):
-  redcoll-tcp      tools/redcoll-bench under tools/redcoll-run (processes, TCP on loopback)
+  redcoll-tcp      tools/redcoll-bench under tools/redcoll-run (processes, TCP on loopback,
+                   REDCOLL_SHM=0)
   redcoll-threads  tools/redcoll-bench --transport threads (ranks as threads, single copy)
   redcoll-shm      tools/redcoll-bench --transport shm under tools/redcoll-run (processes,
                    shared memory with cross-memory attach; held against ompi-vader and
@@ -204,8 +205,11 @@ class Runner:
             return [self.bench, "--transport", "threads", "--np", str(p), "--coll", coll] + sw, None
         if impl in ("redcoll-tcp", "redcoll-shm"):
             bind = [] if self.a.no_bind else ["--bind"]
-            return [self.run, "-n", str(p)] + bind + ["--", self.bench, "--transport", impl[8:],
-                                                      "--coll", coll] + sw, None
+            # redcoll-tcp is TCP between all ranks: without REDCOLL_SHM=0 the
+            # ranks of this host would talk through shared memory.
+            env = ["env", "REDCOLL_SHM=0"] if impl == "redcoll-tcp" else []
+            return env + [self.run, "-n", str(p)] + bind + ["--", self.bench, "--transport",
+                                                            impl[8:], "--coll", coll] + sw, None
         if impl.startswith("ompi-"):
             btl = "tcp,self" if impl == "ompi-tcp" else "vader,self"
             cmd = ["mpirun"]
@@ -342,6 +346,8 @@ def ratios(merged):
             if not peers:
                 continue
             best = min(peers, key=peers.get)
+            if not allpeers:  # only redcoll transports measured this point
+                allpeers = peers
             bestall = min(allpeers, key=allpeers.get)
             row = {"coll": coll, "p": p, "bytes": nbytes, "impl": rc, "us": mine,
                    "best_peer": best, "best_peer_us": peers[best],

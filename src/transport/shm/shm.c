@@ -118,11 +118,13 @@ static int sh_exchange(void *impl, const redcoll_transport_ctx *ctx,
   if (ro != NULL) redcoll__shm_post_recv(t, ro);
 
   redcoll__shm_bell *bell = &t->ranks[t->rank].bell;
+  t->callers++;
   int fail = REDCOLL_OK;
   shm_op *cause = NULL;
   for (;;) {
     uint32_t seen = redcoll__shm_bell_read(bell);
-    if (redcoll__shm_progress(t)) redcoll__shm_bell_ring(bell); /* other threads' ops */
+    /* What this pass moved may be other threads' operations: wake them. */
+    if (redcoll__shm_progress(t) && t->callers > 1) redcoll__shm_bell_ring(bell);
     uint64_t now = redcoll__shm_now();
     check_live(t, now);
     if (so != NULL) redcoll__shm_check_ack(t, so);
@@ -168,6 +170,7 @@ static int sh_exchange(void *impl, const redcoll_transport_ctx *ctx,
     redcoll__shm_bell_wait(bell, seen, now + t->spin_ns, until);
     pthread_mutex_lock(&t->mu);
   }
+  t->callers--;
   pthread_mutex_unlock(&t->mu);
   return fail;
 }

@@ -146,6 +146,7 @@ typedef struct shm_impl {
   shm_peer *peers;
   redcoll__shm_live live;       /* indexed by rank */
   uint64_t live_checked;        /* when live was last asked */
+  int callers;                  /* threads inside exchange (under mu) */
   uint64_t acks_used;           /* bitmap of this rank's ack slots */
   uint32_t ack_gen[REDCOLL__SHM_ACKS]; /* each slot's last generation */
   uint64_t *closed;             /* this rank's closed channel groups */
