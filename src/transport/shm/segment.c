@@ -69,8 +69,15 @@ static int is_stale(int fd) {
   return time(NULL) - st.st_mtime > STALE_INIT_S;
 }
 
+/* Segments up to this size get their memory at creation and every rank's
+ * page tables filled at mapping: a queue's pages are then never touched
+ * for the first time in the middle of a message (on a virtual machine a
+ * first touch costs microseconds, more than a small message). */
+#define PREFAULT_MAX ((size_t)128 << 20)
+
 static int map_fd(shm_impl *t, int fd, size_t bytes) {
-  void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  int populate = bytes <= PREFAULT_MAX ? MAP_POPULATE : 0;
+  void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | populate, fd, 0);
   if (m == MAP_FAILED) return REDCOLL_ETRANSPORT;
   t->base = m;
   t->map_bytes = bytes;
@@ -104,7 +111,10 @@ static int create(shm_impl *t, const redcoll_shm_config *cfg, int *fd_out) {
       redcoll__log(0, "shm rank 0: cannot create segment %s: %s", t->name, strerror(errno));
       return REDCOLL_ETRANSPORT;
     }
-    if (ftruncate(fd, (off_t)bytes) != 0 || map_fd(t, fd, bytes) != REDCOLL_OK) {
+    int sized = ftruncate(fd, (off_t)bytes) == 0;
+    if (sized && bytes <= PREFAULT_MAX)
+      (void)posix_fallocate(fd, 0, (off_t)bytes); /* best effort: the pages now */
+    if (!sized || map_fd(t, fd, bytes) != REDCOLL_OK) {
       redcoll__log(0, "shm rank 0: cannot size or map segment %s of %zu bytes: %s", t->name,
                    bytes, strerror(errno));
       close(fd);
