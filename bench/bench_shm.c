@@ -25,22 +25,7 @@
 
 #include "redcoll/redcoll.h"
 #include "redcoll/shm.h"
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
+#include "../tools/stats.h"
 
 /* Rank r of a two-rank job: the latency or the bandwidth, into *out (rank
  * 0 only). */
@@ -61,7 +46,7 @@ static int job_rank(int r, const char *name, int copy, size_t small, size_t larg
   memset(buf, r + 1, large > small ? large : small);
   int warm = 20;
   for (int it = 0; it < warm + iters * 10 && rc == REDCOLL_OK && lat_out != NULL; it++) {
-    double t0 = now_s();
+    double t0 = stats_now();
     if (r == 0) {
       rc = redcoll_send(c, 1, 1, buf, small);
       if (rc == REDCOLL_OK) rc = redcoll_recv(c, 1, 2, buf, small);
@@ -69,11 +54,11 @@ static int job_rank(int r, const char *name, int copy, size_t small, size_t larg
       rc = redcoll_recv(c, 0, 1, buf, small);
       if (rc == REDCOLL_OK) rc = redcoll_send(c, 0, 2, buf, small);
     }
-    if (it >= warm && (it - warm) % 10 == 0) t[(it - warm) / 10] = (now_s() - t0) / 2;
+    if (it >= warm && (it - warm) % 10 == 0) t[(it - warm) / 10] = (stats_now() - t0) / 2;
   }
-  if (lat_out != NULL && r == 0) *lat_out = median(t, iters);
+  if (lat_out != NULL && r == 0) *lat_out = stats_median(t, (size_t)iters);
   for (int it = 0; it < 3 + iters && rc == REDCOLL_OK && bw_out != NULL; it++) {
-    double t0 = now_s();
+    double t0 = stats_now();
     if (r == 0) {
       rc = redcoll_send(c, 1, 3, buf, large);
       if (rc == REDCOLL_OK) rc = redcoll_recv(c, 1, 4, buf, 1);
@@ -81,9 +66,9 @@ static int job_rank(int r, const char *name, int copy, size_t small, size_t larg
       rc = redcoll_recv(c, 0, 3, buf, large);
       if (rc == REDCOLL_OK) rc = redcoll_send(c, 0, 4, buf, 1);
     }
-    if (it >= 3) t[it - 3] = now_s() - t0;
+    if (it >= 3) t[it - 3] = stats_now() - t0;
   }
-  if (bw_out != NULL && r == 0) *bw_out = median(t, iters);
+  if (bw_out != NULL && r == 0) *bw_out = stats_median(t, (size_t)iters);
   free(buf);
   free(t);
   redcoll_comm_destroy(c);
@@ -150,12 +135,12 @@ int main(int argc, char **argv) {
   memset(a, 1, large);
   memset(b, 2, large);
   for (int it = 0; it < 3 + iters; it++) {
-    double t0 = now_s();
+    double t0 = stats_now();
     memcpy(b, a, large);
     __asm__ volatile("" : : "r"(b) : "memory");
-    if (it >= 3) t[it - 3] = now_s() - t0;
+    if (it >= 3) t[it - 3] = stats_now() - t0;
   }
-  double mc = median(t, iters);
+  double mc = stats_median(t, (size_t)iters);
   printf("what,bytes,median_us,GBps\n");
   printf("latency,%zu,%.2f,\n", small, lat * 1e6);
   printf("cma,%zu,%.1f,%.2f\n", large, cma * 1e6, (double)large / cma * 1e-9);
