@@ -316,6 +316,7 @@ static int rank_job(redcoll_comm *c, void *arg) {
       cfg.size = three ? 3 : 2;
       cfg.hosts = hosts;
       cfg.wait_timeout_ms = 3000;
+      cfg.no_shm = 1; /* its first frames are what rank 0 must refuse */
       redcoll_comm *o = NULL;
       int rc = redcoll_tcp_comm_create(&cfg, &o);
       close(lfd);

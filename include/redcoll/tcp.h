@@ -131,6 +131,13 @@ typedef struct redcoll_tcp_config {
    * only after more than this much on another communicator that the same
    * thread receives later can stall until its timeout. */
   uint64_t unexpected_max;
+  /* Not 0: TCP between every pair of ranks.  0 (the default): on Linux,
+   * ranks that share this host (the same kernel boot id, network namespace
+   * and user) talk through shared memory (redcoll/shm.h), learned by an
+   * exchange of host identities when the communicator is created;
+   * REDCOLL_SHM=0 in the environment turns it off as well.  Every rank of
+   * a job must make the same choice. */
+  int no_shm;
 } redcoll_tcp_config;
 
 /* Zeroes cfg and sets rank and size to -1 (unknown). */
@@ -153,6 +160,7 @@ REDCOLL_API void redcoll_tcp_config_init(redcoll_tcp_config *cfg);
  *   listen:     REDCOLL_LISTEN (host, host:port or :port);
  *   wait_timeout_ms: REDCOLL_TIMEOUT_MS (0 there: REDCOLL_WAIT_FOREVER);
  *   ifname: REDCOLL_IFNAME;
+ *   no_shm:     1 if REDCOLL_SHM=0;
  *   secret:     REDCOLL_SECRET;
  *   job_id:     a 64-bit digest (FNV-1a) of REDCOLL_JOB_ID, else of the
  *               job of the launcher that gave rank and size (SLURM_JOB_ID

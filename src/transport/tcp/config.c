@@ -127,6 +127,7 @@ REDCOLL_API int redcoll_tcp_config_from_env(redcoll_tcp_config *cfg) {
   int h = env_int("REDCOLL_TIMEOUT_MS", 0x7fffffffL, &ms);
   if (h < 0) return REDCOLL_EINVAL;
   if (h > 0) cfg->wait_timeout_ms = ms == 0 ? REDCOLL_WAIT_FOREVER : (uint64_t)ms;
+  if ((s = getenv("REDCOLL_SHM")) != NULL && strcmp(s, "0") == 0) cfg->no_shm = 1;
   uint64_t um;
   h = redcoll__env_u64("REDCOLL_UNEXPECTED_MAX", UINT64_MAX, &um);
   if (h < 0) return REDCOLL_EINVAL;
