@@ -518,8 +518,9 @@ static void plan_call(rng *g, const world *w, call_plan *cp) {
   cp->expect = REDCOLL_OK;
   if (nbad > 0 && chance(g, 12)) {
     cp->algo = bad[rnd_below(g, (size_t)nbad)];
-    int empty = cp->total == 0 || p == 1;
-    cp->expect = empty ? REDCOLL_OK : REDCOLL_ENOTSUP;
+    /* Refused on every p, one rank included (coll.c checks a forced
+     * algorithm before the one-rank copy); only count 0 returns at once. */
+    cp->expect = cp->total == 0 ? REDCOLL_OK : REDCOLL_ENOTSUP;
   } else if (nc == 0 || chance(g, 15)) {
     cp->algo = REDCOLL_ALGO_AUTO;
   } else {
