@@ -131,6 +131,15 @@ typedef struct redcoll_tcp_config {
    * only after more than this much on another communicator that the same
    * thread receives later can stall until its timeout. */
   uint64_t unexpected_max;
+  /* Optional: the program's own libuv loop (a uv_loop_t *; NULL: the
+   * transport makes and runs a loop of its own).  With one, every handle
+   * of the transport lives on that loop and nonblocking collectives
+   * (redcoll_iallreduce, ...) progress while the program runs it, their
+   * request callbacks called from it: see "On the program's libuv loop"
+   * above.  The loop must outlive the communicator, and the thread that
+   * runs it makes every call on the communicator and on those made from
+   * it. */
+  struct uv_loop_s *loop;
 } redcoll_tcp_config;
 
 /* Zeroes cfg and sets rank and size to -1 (unknown). */
@@ -183,6 +192,15 @@ REDCOLL_API int redcoll_tcp_comm_create_from_env(redcoll_comm **out);
  * collective on top of it.  Returns REDCOLL_EINVAL if c is not a TCP
  * communicator. */
 REDCOLL_API int redcoll_tcp_comm_set_wait_timeout(redcoll_comm *c, uint64_t timeout_ms);
+
+/* For a program that polls redcoll_comm_fd(c) in its own loop: how long
+ * that poll may sleep, in milliseconds (*ms), before redcoll_comm_progress
+ * must be called even if the descriptor stays quiet -- the transport's
+ * timers (a connection retried, the deadline of a posted exchange) are not
+ * in the descriptor.  -1: no timer, sleep until it is readable.  It is
+ * libuv's uv_backend_timeout of the transport's loop, bounded by the next
+ * deadline.  REDCOLL_EINVAL if c is not a TCP communicator. */
+REDCOLL_API int redcoll_tcp_comm_poll_timeout(redcoll_comm *c, int *ms);
 
 /* The address this rank listens on, as "ip:port" or "[ip6]:port", into buf
  * (truncated to len bytes including the terminating 0).  REDCOLL_EINVAL if

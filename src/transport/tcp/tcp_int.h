@@ -148,6 +148,7 @@ typedef struct redcoll__tcp_group {
 } redcoll__tcp_group;
 
 typedef struct redcoll__tcp_peer {
+  struct redcoll__tcp *t;
   redcoll__tcp_addr addr;
   redcoll__tcp_conn *out, *in;
   uv_timer_t retry;
@@ -178,6 +179,8 @@ typedef struct redcoll__tcp_peer {
    * refuses for REDCOLL__TCP_GONE_NS) rather than at the timeout. */
   int probe;
   int ever; /* a connection with the peer was set up once: it listened */
+  int cancel_due; /* this rank cancelled while its connection to the peer
+                   * was to be retried: the CANCELs go on that one */
   int lost_logged; /* why it was lost is in the log at level error */
   char lost_why[200]; /* why, for the first call that meets it */
   /* Its BYE said it left after an abort (its tag, REDCOLL__TCP_BYE_BITS). */
@@ -186,8 +189,12 @@ typedef struct redcoll__tcp_peer {
 } redcoll__tcp_peer;
 
 struct redcoll__tcp {
-  uv_loop_t loop;
+  /* The loop every handle of the transport lives on: own_loop, or the
+   * embedder's (redcoll_tcp_config.loop; ext 1), which its thread runs. */
+  uv_loop_t *loop;
+  uv_loop_t own_loop;
   int loop_init;
+  int ext;
   /* Threads (wait.c): every libuv call and every field is under mu; one
    * thread at a time, the leader, runs the loop, and polls its descriptor
    * with mu released; the others wait on cv.  wake interrupts the poll. */
@@ -232,6 +239,26 @@ struct redcoll__tcp {
   uint64_t job;            /* the job id every HELLO must carry */
   uint64_t number;         /* and the communicator's number (wire.h) */
   uint32_t table_cpus;     /* the rendezvous table's CPU count (0: none) */
+  /* Posted exchanges (tcp.c, transport.h version 4): those still running
+   * in the order posted, and those finished whose done is still to be
+   * called; gen counts the rounds of done calls, so that a thread in
+   * progress sees that another one finished something. */
+  struct redcoll__tcp_pop *pend, *pend_tail, *fin, *fin_tail;
+  uint64_t gen;
+  /* On the embedder's loop (ext): a check handle that finishes posted
+   * exchanges after every poll (ref'd while some are running, so that the
+   * loop stays alive for them), an idle one that makes the next turn not
+   * wait (an exchange finished outside a callback), a timer for their
+   * deadlines; in_cb: one of their callbacks is on the stack (a done, the
+   * embedder's request callbacks); handles: the transport's handles not
+   * closed yet, and dying: destroyed, freed by the last close. */
+  uv_check_t nb_check;
+  uv_idle_t nb_idle;
+  uv_timer_t nb_timer;
+  int nb_init, in_cb, dying;
+  long handles;
+  /* Frees t (tcp.c): called by the last close callback once dying. */
+  void (*gone)(struct redcoll__tcp *t);
   int auth;                /* a secret is set: connections authenticate */
   unsigned char key[32];   /* SHA-256 of the secret */
 };
