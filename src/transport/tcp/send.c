@@ -107,8 +107,7 @@ void redcoll__tcp_out_ready(redcoll__tcp_conn *c) {
   c->ready = 1;
   p->ever = 1;
   p->probe = 0;
-  if (c->abort_after_hello || c->send_cancels || (p->out == c && p->cancel_due)) {
-    if (p->out == c) p->cancel_due = 0;
+  if (c->abort_after_hello || c->send_cancels) {
     /* Made to say, or made while, this rank gave up: every communicator it
      * cancelled. */
     for (const redcoll__tcp_group *g = t->groups; g != NULL; g = g->next)

@@ -435,9 +435,7 @@ static int deliver(redcoll__tcp *t) {
   redcoll__tcp_pop *o = t->fin;
   if (o == NULL) return 0;
   t->fin = t->fin_tail = NULL;
-  t->gen++;
   if (t->ext) ext_rearm(t);
-  pthread_cond_broadcast(&t->cv); /* the others in progress return */
   t->in_cb++;
   pthread_mutex_unlock(&t->mu);
   int n = 0;
@@ -453,6 +451,12 @@ static int deliver(redcoll__tcp *t) {
   }
   pthread_mutex_lock(&t->mu);
   t->in_cb--;
+  /* Once the dones have run, the others in progress return (their
+   * requests may be among these): those waiting on cv, and the leader's
+   * poll. */
+  t->gen++;
+  pthread_cond_broadcast(&t->cv);
+  redcoll__tcp_kick(t);
   return n;
 }
 
@@ -628,11 +632,11 @@ static int ext_init(redcoll__tcp *t) {
 /* ---- cancel, close, destroy ------------------------------------------------- */
 
 /* Control frames are still being written, connections made, or a
- * connection made to carry a CANCEL is still authenticating. */
+ * connection that is to carry a CANCEL is still being set up. */
 static int ctl_busy(redcoll__tcp *t) {
   if (t->ctl_pending > 0 || t->connects_pending > 0) return 1;
   for (const redcoll__tcp_conn *c = t->conns.next; c != &t->conns; c = c->next)
-    if (c->abort_after_hello && !c->ready && !c->closing) return 1;
+    if ((c->abort_after_hello || c->send_cancels) && !c->ready && !c->closing) return 1;
   return 0;
 }
 
@@ -682,18 +686,18 @@ static void tcp_cancel(void *impl, uint64_t channel, int status) {
       p->out->send_cancels = 1;
     } else if (p->err_send == REDCOLL_OK) {
       /* A peer this rank never talked to may be waiting for its first
-       * message: tell it on this rank's data connection to it, made now
-       * (nothing is ahead of the CANCEL there).  Not on a control
-       * connection: the peer takes the first connection from a rank for
-       * its data connection, so a later one would carry data where it
-       * expects none (DATA on a wrong connection). */
-      if (p->retry_active) {
-        p->cancel_due = 1; /* on the connection its retry makes */
-      } else {
-        p->backoff_ms = 2;
-        redcoll__tcp_connect_to(t, q, 0, 0);
-        if (p->out != NULL) p->out->send_cancels = 1;
+       * message: tell it through a connection made for the CANCEL (one
+       * attempt), which is also this rank's data connection to it from
+       * now on (nothing is ahead of the CANCEL there).  Not a control
+       * connection beside it: the peer takes the first connection from a
+       * rank for its data connection, and a later one for control only,
+       * so data sent on the later one would be refused (DATA on a wrong
+       * connection). */
+      if (p->retry_active) { /* a probe, or a connection about to be retried: now */
+        uv_timer_stop(&p->retry);
+        p->retry_active = 0;
       }
+      redcoll__tcp_connect_to(t, q, 1, 0);
     }
   }
   pthread_cond_broadcast(&t->cv); /* the calls that just failed */

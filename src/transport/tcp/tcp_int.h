@@ -179,8 +179,6 @@ typedef struct redcoll__tcp_peer {
    * refuses for REDCOLL__TCP_GONE_NS) rather than at the timeout. */
   int probe;
   int ever; /* a connection with the peer was set up once: it listened */
-  int cancel_due; /* this rank cancelled while its connection to the peer
-                   * was to be retried: the CANCELs go on that one */
   int lost_logged; /* why it was lost is in the log at level error */
   char lost_why[200]; /* why, for the first call that meets it */
   /* Its BYE said it left after an abort (its tag, REDCOLL__TCP_BYE_BITS). */
