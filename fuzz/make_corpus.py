@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes the seed corpus of the fuzz targets (fuzz/corpus/<target>/) in the
-current wire format (src/transport/tcp/wire.h).  Run it after a change of
+current wire formats (src/transport/tcp/wire.h, src/transport/push/frame.c).  Run it after a change of
 the format: python3 fuzz/make_corpus.py.  Only the standard library."""
 import os
 import struct
@@ -28,6 +28,15 @@ def prefix(world, rank, job=JOB):
     return bytes([world - 1, rank]) + struct.pack('<Q', job)
 
 
+PDATA, PCANCEL, PABORT, PCLOSE = range(1, 5)
+
+
+def push(ftype, src, status, chan, tag, payload=b''):
+    """A push transport message; the fuzz target's rank count is the
+    first byte % 9 + 1, so src stays below it for these seeds."""
+    return struct.pack('<IBBHiiQQ', 0x4d504352, 1, ftype, 0, src, status, chan, tag) + payload
+
+
 SEEDS = {
     'frame': {
         'auth': auth(1, bytes(32)) + auth(2, bytes(64)) + auth(3, bytes(32)) + hdr(AUTH, 0, 0),
@@ -48,6 +57,14 @@ SEEDS = {
         'no_auth': prefix(5, 0) + hello(1, 5) + hdr(DATA, 5, 8) + bytes(8),
         'wrong_size': prefix(5, 0) + hello(2, 6),
         'other_job': prefix(5, 0) + hello(2, 5, job=JOB + 1) + auth(1, bytes(32)),
+    },
+    'push': {
+        'data': push(PDATA, 0, 0, 4, 0x1234, b'payload!'),
+        'data_empty': push(PDATA, 0, 0, 0, 7),
+        'cancel': push(PCANCEL, 0, -8, 8, 0),
+        'abort': push(PABORT, 0, -8, 0, 0),
+        'close': push(PCLOSE, 0, 0, 12, 0),
+        'bad_magic': b'XCPM' + push(PDATA, 0, 0, 0, 0)[4:],
     },
 }
 

@@ -2,7 +2,8 @@
 # Installs what redcoll needs on Debian/Ubuntu, only what is missing:
 # a C compiler, meson, ninja, pkg-config, libuv, libsodium (for REDCOLL_SECRET)
 # (and graphviz with --docs; with --ci what .ci/run needs besides: g++,
-# clang with its sanitizer and fuzzer runtimes).
+# clang with its sanitizer and fuzzer runtimes, and libzmq for the
+# push transport's ZeroMQ example).
 set -euo pipefail
 want=()
 command -v cc >/dev/null 2>&1 || want+=(gcc)
@@ -21,6 +22,7 @@ if [ "${1:-}" = "--ci" ]; then
   command -v g++ >/dev/null 2>&1 || want+=(g++)
   command -v clang >/dev/null 2>&1 || want+=(clang)
   dpkg -s libclang-rt-14-dev >/dev/null 2>&1 || want+=(libclang-rt-14-dev)
+  pkg-config --exists libzmq 2>/dev/null || want+=(libzmq3-dev)
 fi
 if [ ${#want[@]} -eq 0 ]; then
   exit 0

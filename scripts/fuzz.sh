@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets in fuzz/ with clang (AddressSanitizer and
 # UBSan) and runs each for a bounded time on a copy of its seed corpus
-# (fuzz/corpus/<target>/): the TCP frame header, the connection set-up, and
-# the address and host-list parsers.  Installs clang with apt-get when it
+# (fuzz/corpus/<target>/): the TCP frame header, the connection set-up, the
+# address and host-list parsers, and the push transport's message header.  Installs clang with apt-get when it
 # is missing.
 #
 #   scripts/fuzz.sh [seconds per target, default 20] [build dir, default build-fuzz]
@@ -26,6 +26,7 @@ sources() {
   local tcp="$root/src/transport/tcp"
   case "$1" in
     addr) echo "$tcp/wire.c $tcp/addr.c $tcp/config.c $root/src/base/log.c $root/src/base/env.c" ;;
+    push) echo "$root/src/transport/push/frame.c" ;;
     *) echo "$tcp/wire.c" ;;
   esac
 }

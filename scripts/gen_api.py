@@ -19,6 +19,7 @@ HEADERS = [
     ("mock.h", "The simulator"),
     ("threads.h", "The threads transport"),
     ("tcp.h", "The TCP transport"),
+    ("push.h", "The push transport: the program's own messages"),
 ]
 
 INTRO = """# API reference
@@ -40,7 +41,9 @@ Rules that hold for every function:
   (`redcoll_comm_error()`), and the transport has been told to abort so that
   peers do not wait.
 - **Blocking.**  Every collective blocks until this rank's part is done: its
-  result is in place and its buffers may be reused.  Other ranks may still be
+  result is in place and its buffers may be reused.  The i-forms
+  (`redcoll_iallreduce()`, ...) start the same collective and return a
+  request instead ([embedding.md](embedding.md)).  Other ranks may still be
   working.  Nothing ever waits without a bound on the real transports: their
   timeouts turn a silent peer into `REDCOLL_ETIMEDOUT`; the simulator reports
   a deadlock as `REDCOLL_EDEADLOCK`.

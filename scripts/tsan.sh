@@ -2,7 +2,8 @@
 # ThreadSanitizer run of what several threads touch: builds build-tsan (or
 # $BUILD) with -Db_sanitize=thread and runs the tests that drive threads
 # (test_threads, test_comms (communicators of one world used from several
-# threads at once), test_tcp_comms (the same over TCP: threads taking turns
+# threads at once), test_push (nonblocking collectives resumed on
+# delivering threads), test_tcp_comms (the same over TCP: threads taking turns
 # with each process's event loop, an abort from another thread), test_mock with its coroutines and its worlds of the
 # program's threads, test_conformance, and test_soak with a smaller number
 # of collectives and no TCP part).  Exits non-zero if a test fails or
@@ -16,7 +17,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 dir=${BUILD:-build-tsan}
-tests=${TSAN_TESTS:-threads comms tcp_comms mock conformance soak}
+tests=${TSAN_TESTS:-threads comms tcp_comms push mock conformance soak}
 soak_iters=${TSAN_SOAK_ITERS:-1000}
 
 # A compiler whose TSan builds and runs a threaded program on this machine

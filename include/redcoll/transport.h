@@ -118,8 +118,9 @@ typedef struct redcoll_transport_op {
    * inside post; inside progress on the thread that called it, or, for a
    * transport that runs on the embedder's threads or event loop, inside
    * the embedder's call that finished it (a delivery, a loop callback).
-   * done may call post (the core starts the collective's next exchange
-   * from it) but never progress. */
+   * done may call post, cancel and abort (the core starts the
+   * collective's next exchange from it, or gives up and tells the peers)
+   * but never progress. */
   void (*done)(struct redcoll_transport_op *op, int status);
   void *user;         /* the core's */
   void *priv[4];      /* the transport's: room to link the op into its lists */

@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
+#include <ucontext.h>
 
 #include "base.h"
 #include "redcoll/redcoll.h"
@@ -134,6 +135,8 @@ struct redcoll_comm {
   /* redcoll_comm_set_results: REDCOLL_RESULTS_IDENTICAL (the default) or
    * REDCOLL_RESULTS_FAST, resolved from REDCOLL_RESULTS at creation. */
   redcoll_results results;
+  /* Nonblocking collectives (api/request.c); NULL until the first. */
+  struct redcoll__nb *nb;
 };
 
 /* The transport's count of ranks per CPU (select/tuning.c); every rank must
@@ -236,6 +239,62 @@ uint64_t redcoll__make_tag(uint64_t seq, redcoll_coll coll, uint64_t count, redc
  * and aborts the peers through the transport.  Returns status. */
 int redcoll__fail(redcoll_comm *c, int status);
 
+
+/* ---- fibers (api/fiber.c) ------------------------------------------------ */
+
+/* A function on its own stack that yields and is resumed, from any thread. */
+typedef struct redcoll__fiber {
+  ucontext_t ctx, back;       /* the fiber; where its driver resumes */
+  void *map;                  /* guard page + stack */
+  size_t map_len;
+  unsigned char *stack;
+  size_t stack_len;
+  void (*fn)(void *);
+  void *arg;
+  int finished;               /* fn returned */
+  void *tsan_self, *tsan_back; /* ThreadSanitizer's fibers */
+  const void *back_bottom;    /* the driver's stack, for AddressSanitizer */
+  size_t back_len;
+} redcoll__fiber;
+
+/* Maps a stack of stack_bytes (rounded up to pages) with a guard page. */
+int redcoll__fiber_init(redcoll__fiber *f, size_t stack_bytes);
+void redcoll__fiber_free(redcoll__fiber *f);
+/* Makes f run fn(arg) from the start at the next resume (f not running). */
+int redcoll__fiber_start(redcoll__fiber *f, void (*fn)(void *), void *arg);
+/* Runs f until it yields or fn returns (then f->finished is 1). */
+void redcoll__fiber_resume(redcoll__fiber *f);
+/* From inside f: back to whoever resumed it, until the next resume. */
+void redcoll__fiber_yield(redcoll__fiber *f);
+/* The fiber this thread is running now, or NULL. */
+redcoll__fiber *redcoll__fiber_current(void);
+
+/* ---- nonblocking collectives (api/request.c) ----------------------------- */
+
+/* A communicator's nonblocking state (api/request.c; algo/io.c posts the
+ * running fiber's exchanges). */
+typedef struct redcoll__nb {
+  pthread_mutex_t mu;           /* the queue, callbacks */
+  redcoll_request *head, *tail; /* started, not finished; the head runs */
+  int fiber_ready;
+  redcoll__fiber fiber;
+  redcoll_transport_op op;      /* the running fiber's posted exchange */
+  void (*op_done)(redcoll_transport_op *op, int status); /* its done */
+  int op_status;
+  int handoff;                  /* atomic: the fiber yielded, done was called */
+} redcoll__nb;
+
+/* Starts a checked call as a request that run (api/coll.c's) will run: at
+ * once on a transport without posted exchanges, else queued behind c's
+ * outstanding ones, on c's fiber. */
+int redcoll__nb_start(const redcoll__call *call, int (*run)(redcoll__call *call),
+                      redcoll_request **req);
+/* A request already finished with status (nothing to communicate). */
+int redcoll__nb_finished(redcoll_comm *c, int status, redcoll_request **req);
+/* Before a blocking call on c: finishes c's outstanding requests. */
+void redcoll__nb_drain(redcoll_comm *c);
+/* At destruction: finishes what is outstanding and frees the state. */
+void redcoll__nb_free(redcoll_comm *c);
 
 /* ---- algorithm registry (algo/registry.c) --------------------------------------- */
 

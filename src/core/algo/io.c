@@ -94,6 +94,24 @@ static int fail_io(redcoll_comm *c, int status, const char *call, int dst, int s
   return fail_in(c, status, call, what);
 }
 
+/* On c's fiber (a nonblocking collective, api/request.c): posts the
+ * exchange, yields until the transport has finished it and sets *rc to
+ * its status; 1.  Elsewhere 0: the caller exchanges in place. */
+static int posted(redcoll_comm *c, const redcoll_transport_ctx *ctx,
+                  const redcoll_transport_msg *send, const redcoll_transport_msg *recv, int *rc) {
+  redcoll__nb *nb = c->nb;
+  if (nb == NULL || redcoll__fiber_current() != &nb->fiber) return 0;
+  memset(&nb->op, 0, sizeof nb->op);
+  nb->op.done = nb->op_done;
+  nb->op.user = c;
+  __atomic_store_n(&nb->handoff, 0, __ATOMIC_RELEASE);
+  *rc = c->ops->post(c->impl, ctx, send, recv, &nb->op);
+  if (*rc != REDCOLL_OK) return 1;
+  redcoll__fiber_yield(&nb->fiber);
+  *rc = nb->op_status;
+  return 1;
+}
+
 /* One exchange with the running collective's tag and deadline: through a
  * version 3 transport's exchange member, or an earlier version's send,
  * recv or sendrecv.  dst or src < 0: that side is absent. */
@@ -108,7 +126,11 @@ static int exchange_on(redcoll_comm *c, unsigned sub, uint64_t collective, int d
     uint64_t ch = c->channel + (c->ep->caps & REDCOLL_TRANSPORT_CAP_CHANNELS ? sub : 0);
     redcoll_transport_ctx ctx = {c->deadline_ns, collective, ch};
     redcoll_transport_msg s = {dst, stag, (void *)sbuf, slen}, r = {src, rtag, rbuf, rlen};
-    return o->exchange(c->impl, &ctx, dst >= 0 ? &s : NULL, src >= 0 ? &r : NULL);
+    const redcoll_transport_msg *sp = dst >= 0 ? &s : NULL, *rp = src >= 0 ? &r : NULL;
+    int rc;
+    /* A nonblocking collective posts the exchange and yields. */
+    if (posted(c, &ctx, sp, rp, &rc)) return rc;
+    return o->exchange(c->impl, &ctx, sp, rp);
   }
   if (src < 0) return o->send(c->impl, dst, stag, sbuf, slen);
   if (dst < 0) return o->recv(c->impl, src, rtag, rbuf, rlen);

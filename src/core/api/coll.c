@@ -62,8 +62,6 @@ static int check_forced(const redcoll__call *call) {
   return e != NULL && (e->flags & REDCOLL__NEEDS_COMMUTATIVE) ? REDCOLL_ENOTSUP : REDCOLL_OK;
 }
 
-static int run(redcoll__call *call);
-
 static double now_us(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -348,11 +346,23 @@ static int own_block_v(const redcoll__call *call) {
   return REDCOLL_OK;
 }
 
+/* One rank: its own block is the result (its offset is 0); an exclusive
+ * prefix leaves rank 0's recvbuf alone, and the total is the own block. */
+static int one_rank(const redcoll__call *call, unsigned s, const coll_sizes *z) {
+  size_t own = z->in < z->out ? z->in : z->out;
+  if (s & (S_PAIRS | S_DISPLS)) return own_block_v(call);
+  if (s & S_TOTAL) memcpy(call->total, call->sendbuf, own);
+  if (!call->in_place && !(s & S_EXCLUSIVE) && own > 0) memcpy(call->recvbuf, call->sendbuf, own);
+  return REDCOLL_OK;
+}
+
 /* The one prologue and tail of every collective: the checks, all before
  * anything is sent; then nothing to do (total 0), the forced algorithm's
  * check (so that one rank answers as many do), one rank (a copy of its own
- * block unless in place), or the algorithm. */
-static int enter(redcoll_comm *c, const coll_args *a) {
+ * block unless in place), or the algorithm: now, or as a request (req not
+ * NULL).  A blocking call first finishes the communicator's requests. */
+static int enter(redcoll_comm *c, const coll_args *a, redcoll_request **req) {
+  if (req != NULL) *req = NULL;
   redcoll__call call;
   coll_sizes z = {0, 0, 0, 1};
   int rc = check_comm(c);
@@ -366,19 +376,14 @@ static int enter(redcoll_comm *c, const coll_args *a) {
   } else if ((rc = check_buffers(a, &call, &z)) != REDCOLL_OK) {
     return rc;
   }
-  if (z.total == 0) return REDCOLL_OK;
-  if ((rc = check_forced(&call)) != REDCOLL_OK) return rc;
-  if (c->size == 1) {
-    /* One rank: its own block is the result (its offset is 0); an
-     * exclusive prefix leaves rank 0's recvbuf alone, and the total is the
-     * own block. */
-    unsigned s = shapes[a->coll].flags;
-    size_t own = z.in < z.out ? z.in : z.out;
-    if (s & (S_PAIRS | S_DISPLS)) return own_block_v(&call);
-    if (s & S_TOTAL) memcpy(call.total, call.sendbuf, own);
-    if (!call.in_place && !(s & S_EXCLUSIVE) && own > 0) memcpy(call.recvbuf, call.sendbuf, own);
-    return REDCOLL_OK;
+  if (z.total > 0 && (rc = check_forced(&call)) != REDCOLL_OK) return rc;
+  if (z.total == 0 || c->size == 1) {
+    /* Nothing to communicate. */
+    rc = z.total == 0 ? REDCOLL_OK : one_rank(&call, shapes[a->coll].flags, &z);
+    return req == NULL ? rc : redcoll__nb_finished(c, rc, req);
   }
+  if (req != NULL) return redcoll__nb_start(&call, run, req);
+  redcoll__nb_drain(c);
   return run(&call);
 }
 
@@ -387,73 +392,73 @@ static int enter(redcoll_comm *c, const coll_args *a) {
 REDCOLL_API int redcoll_allreduce(redcoll_comm *c, const void *sendbuf, void *recvbuf, size_t count,
                                   redcoll_dtype dt, const redcoll_op *op) {
   return enter(c, &(coll_args){.coll = REDCOLL_COLL_ALLREDUCE, .sendbuf = sendbuf,
-                               .recvbuf = recvbuf, .count = count, .dt = dt, .op = op});
+                               .recvbuf = recvbuf, .count = count, .dt = dt, .op = op}, NULL);
 }
 
 REDCOLL_API int redcoll_reduce(redcoll_comm *c, const void *sendbuf, void *recvbuf, size_t count,
                                redcoll_dtype dt, const redcoll_op *op, int root) {
   return enter(c, &(coll_args){.coll = REDCOLL_COLL_REDUCE, .sendbuf = sendbuf, .recvbuf = recvbuf,
-                               .count = count, .dt = dt, .op = op, .root = root});
+                               .count = count, .dt = dt, .op = op, .root = root}, NULL);
 }
 
 REDCOLL_API int redcoll_reduce_scatter_block(redcoll_comm *c, const void *sendbuf, void *recvbuf,
                                              size_t recvcount, redcoll_dtype dt,
                                              const redcoll_op *op) {
   return enter(c, &(coll_args){.coll = REDCOLL_COLL_REDUCE_SCATTER_BLOCK, .sendbuf = sendbuf,
-                               .recvbuf = recvbuf, .count = recvcount, .dt = dt, .op = op});
+                               .recvbuf = recvbuf, .count = recvcount, .dt = dt, .op = op}, NULL);
 }
 
 REDCOLL_API int redcoll_reduce_scatter(redcoll_comm *c, const void *sendbuf, void *recvbuf,
                                        const size_t *recvcounts, redcoll_dtype dt,
                                        const redcoll_op *op) {
   return enter(c, &(coll_args){.coll = REDCOLL_COLL_REDUCE_SCATTER, .sendbuf = sendbuf,
-                               .recvbuf = recvbuf, .counts = recvcounts, .dt = dt, .op = op});
+                               .recvbuf = recvbuf, .counts = recvcounts, .dt = dt, .op = op}, NULL);
 }
 
 REDCOLL_API int redcoll_allgather(redcoll_comm *c, const void *sendbuf, void *recvbuf, size_t count,
                                   redcoll_dtype dt) {
   return enter(c, &(coll_args){.coll = REDCOLL_COLL_ALLGATHER, .sendbuf = sendbuf,
-                               .recvbuf = recvbuf, .count = count, .dt = dt});
+                               .recvbuf = recvbuf, .count = count, .dt = dt}, NULL);
 }
 
 REDCOLL_API int redcoll_allgatherv(redcoll_comm *c, const void *sendbuf, size_t sendcount,
                                    void *recvbuf, const size_t *recvcounts, redcoll_dtype dt) {
   return enter(c, &(coll_args){.coll = REDCOLL_COLL_ALLGATHERV, .sendbuf = sendbuf,
                                .recvbuf = recvbuf, .count = sendcount, .counts = recvcounts,
-                               .dt = dt});
+                               .dt = dt}, NULL);
 }
 
 REDCOLL_API int redcoll_bcast(redcoll_comm *c, void *buf, size_t count, redcoll_dtype dt, int root) {
   return enter(c, &(coll_args){.coll = REDCOLL_COLL_BCAST, .sendbuf = buf, .recvbuf = buf,
-                               .count = count, .dt = dt, .root = root});
+                               .count = count, .dt = dt, .root = root}, NULL);
 }
 
 REDCOLL_API int redcoll_barrier(redcoll_comm *c) {
-  return enter(c, &(coll_args){.coll = REDCOLL_COLL_BARRIER});
+  return enter(c, &(coll_args){.coll = REDCOLL_COLL_BARRIER}, NULL);
 }
 
 REDCOLL_API int redcoll_gather(redcoll_comm *c, const void *sendbuf, void *recvbuf, size_t count,
                                redcoll_dtype dt, int root) {
   return enter(c, &(coll_args){.coll = REDCOLL_COLL_GATHER, .sendbuf = sendbuf, .recvbuf = recvbuf,
-                               .count = count, .dt = dt, .root = root});
+                               .count = count, .dt = dt, .root = root}, NULL);
 }
 
 REDCOLL_API int redcoll_scatter(redcoll_comm *c, const void *sendbuf, void *recvbuf, size_t count,
                                 redcoll_dtype dt, int root) {
   return enter(c, &(coll_args){.coll = REDCOLL_COLL_SCATTER, .sendbuf = sendbuf,
-                               .recvbuf = recvbuf, .count = count, .dt = dt, .root = root});
+                               .recvbuf = recvbuf, .count = count, .dt = dt, .root = root}, NULL);
 }
 
 REDCOLL_API int redcoll_scan(redcoll_comm *c, const void *sendbuf, void *recvbuf, size_t count,
                              redcoll_dtype dt, const redcoll_op *op) {
   return enter(c, &(coll_args){.coll = REDCOLL_COLL_SCAN, .sendbuf = sendbuf, .recvbuf = recvbuf,
-                               .count = count, .dt = dt, .op = op});
+                               .count = count, .dt = dt, .op = op}, NULL);
 }
 
 REDCOLL_API int redcoll_exscan(redcoll_comm *c, const void *sendbuf, void *recvbuf, size_t count,
                                redcoll_dtype dt, const redcoll_op *op) {
   return enter(c, &(coll_args){.coll = REDCOLL_COLL_EXSCAN, .sendbuf = sendbuf,
-                               .recvbuf = recvbuf, .count = count, .dt = dt, .op = op});
+                               .recvbuf = recvbuf, .count = count, .dt = dt, .op = op}, NULL);
 }
 
 REDCOLL_API int redcoll_exscan_total(redcoll_comm *c, const void *sendbuf, void *recvbuf,
@@ -461,13 +466,13 @@ REDCOLL_API int redcoll_exscan_total(redcoll_comm *c, const void *sendbuf, void 
                                      const redcoll_op *op) {
   return enter(c, &(coll_args){.coll = REDCOLL_COLL_EXSCAN_TOTAL, .sendbuf = sendbuf,
                                .recvbuf = recvbuf, .count = count, .dt = dt, .op = op,
-                               .total = total});
+                               .total = total}, NULL);
 }
 
 REDCOLL_API int redcoll_alltoall(redcoll_comm *c, const void *sendbuf, void *recvbuf, size_t count,
                                  redcoll_dtype dt) {
   return enter(c, &(coll_args){.coll = REDCOLL_COLL_ALLTOALL, .sendbuf = sendbuf,
-                               .recvbuf = recvbuf, .count = count, .dt = dt});
+                               .recvbuf = recvbuf, .count = count, .dt = dt}, NULL);
 }
 
 REDCOLL_API int redcoll_alltoallv(redcoll_comm *c, const void *sendbuf, const size_t *sendcounts,
@@ -475,7 +480,7 @@ REDCOLL_API int redcoll_alltoallv(redcoll_comm *c, const void *sendbuf, const si
                                   const size_t *rdispls, redcoll_dtype dt) {
   return enter(c, &(coll_args){.coll = REDCOLL_COLL_ALLTOALLV, .sendbuf = sendbuf,
                                .recvbuf = recvbuf, .counts = sendcounts, .displs = sdispls,
-                               .rcounts = recvcounts, .rdispls = rdispls, .dt = dt});
+                               .rcounts = recvcounts, .rdispls = rdispls, .dt = dt}, NULL);
 }
 
 REDCOLL_API int redcoll_gatherv(redcoll_comm *c, const void *sendbuf, size_t sendcount,
@@ -483,7 +488,7 @@ REDCOLL_API int redcoll_gatherv(redcoll_comm *c, const void *sendbuf, size_t sen
                                 redcoll_dtype dt, int root) {
   return enter(c, &(coll_args){.coll = REDCOLL_COLL_GATHERV, .sendbuf = sendbuf,
                                .recvbuf = recvbuf, .count = sendcount, .counts = recvcounts,
-                               .displs = displs, .dt = dt, .root = root});
+                               .displs = displs, .dt = dt, .root = root}, NULL);
 }
 
 REDCOLL_API int redcoll_scatterv(redcoll_comm *c, const void *sendbuf, const size_t *sendcounts,
@@ -491,7 +496,7 @@ REDCOLL_API int redcoll_scatterv(redcoll_comm *c, const void *sendbuf, const siz
                                  redcoll_dtype dt, int root) {
   return enter(c, &(coll_args){.coll = REDCOLL_COLL_SCATTERV, .sendbuf = sendbuf,
                                .recvbuf = recvbuf, .count = recvcount, .counts = sendcounts,
-                               .displs = displs, .dt = dt, .root = root});
+                               .displs = displs, .dt = dt, .root = root}, NULL);
 }
 
 REDCOLL_API int redcoll_allgatherv_displs(redcoll_comm *c, const void *sendbuf, size_t sendcount,
@@ -499,5 +504,125 @@ REDCOLL_API int redcoll_allgatherv_displs(redcoll_comm *c, const void *sendbuf, 
                                           const size_t *displs, redcoll_dtype dt) {
   return enter(c, &(coll_args){.coll = REDCOLL_COLL_ALLGATHERV_DISPLS, .sendbuf = sendbuf,
                                .recvbuf = recvbuf, .count = sendcount, .counts = recvcounts,
-                               .displs = displs, .dt = dt});
+                               .displs = displs, .dt = dt}, NULL);
+}
+
+/* ---- the nonblocking entry points (api/request.c runs them) ---------------- */
+
+REDCOLL_API int redcoll_iallreduce(redcoll_comm *c, const void *sendbuf, void *recvbuf, size_t count,
+                                  redcoll_dtype dt, const redcoll_op *op, redcoll_request **req) {
+  return enter(c, &(coll_args){.coll = REDCOLL_COLL_ALLREDUCE, .sendbuf = sendbuf,
+                               .recvbuf = recvbuf, .count = count, .dt = dt, .op = op}, req);
+}
+
+REDCOLL_API int redcoll_ireduce(redcoll_comm *c, const void *sendbuf, void *recvbuf, size_t count,
+                               redcoll_dtype dt, const redcoll_op *op, int root, redcoll_request **req) {
+  return enter(c, &(coll_args){.coll = REDCOLL_COLL_REDUCE, .sendbuf = sendbuf, .recvbuf = recvbuf,
+                               .count = count, .dt = dt, .op = op, .root = root}, req);
+}
+
+REDCOLL_API int redcoll_ireduce_scatter_block(redcoll_comm *c, const void *sendbuf, void *recvbuf,
+                                             size_t recvcount, redcoll_dtype dt,
+                                             const redcoll_op *op, redcoll_request **req) {
+  return enter(c, &(coll_args){.coll = REDCOLL_COLL_REDUCE_SCATTER_BLOCK, .sendbuf = sendbuf,
+                               .recvbuf = recvbuf, .count = recvcount, .dt = dt, .op = op}, req);
+}
+
+REDCOLL_API int redcoll_ireduce_scatter(redcoll_comm *c, const void *sendbuf, void *recvbuf,
+                                       const size_t *recvcounts, redcoll_dtype dt,
+                                       const redcoll_op *op, redcoll_request **req) {
+  return enter(c, &(coll_args){.coll = REDCOLL_COLL_REDUCE_SCATTER, .sendbuf = sendbuf,
+                               .recvbuf = recvbuf, .counts = recvcounts, .dt = dt, .op = op}, req);
+}
+
+REDCOLL_API int redcoll_iallgather(redcoll_comm *c, const void *sendbuf, void *recvbuf, size_t count,
+                                  redcoll_dtype dt, redcoll_request **req) {
+  return enter(c, &(coll_args){.coll = REDCOLL_COLL_ALLGATHER, .sendbuf = sendbuf,
+                               .recvbuf = recvbuf, .count = count, .dt = dt}, req);
+}
+
+REDCOLL_API int redcoll_iallgatherv(redcoll_comm *c, const void *sendbuf, size_t sendcount,
+                                   void *recvbuf, const size_t *recvcounts, redcoll_dtype dt, redcoll_request **req) {
+  return enter(c, &(coll_args){.coll = REDCOLL_COLL_ALLGATHERV, .sendbuf = sendbuf,
+                               .recvbuf = recvbuf, .count = sendcount, .counts = recvcounts,
+                               .dt = dt}, req);
+}
+
+REDCOLL_API int redcoll_ibcast(redcoll_comm *c, void *buf, size_t count, redcoll_dtype dt, int root, redcoll_request **req) {
+  return enter(c, &(coll_args){.coll = REDCOLL_COLL_BCAST, .sendbuf = buf, .recvbuf = buf,
+                               .count = count, .dt = dt, .root = root}, req);
+}
+
+REDCOLL_API int redcoll_ibarrier(redcoll_comm *c, redcoll_request **req) {
+  return enter(c, &(coll_args){.coll = REDCOLL_COLL_BARRIER}, req);
+}
+
+REDCOLL_API int redcoll_igather(redcoll_comm *c, const void *sendbuf, void *recvbuf, size_t count,
+                               redcoll_dtype dt, int root, redcoll_request **req) {
+  return enter(c, &(coll_args){.coll = REDCOLL_COLL_GATHER, .sendbuf = sendbuf, .recvbuf = recvbuf,
+                               .count = count, .dt = dt, .root = root}, req);
+}
+
+REDCOLL_API int redcoll_iscatter(redcoll_comm *c, const void *sendbuf, void *recvbuf, size_t count,
+                                redcoll_dtype dt, int root, redcoll_request **req) {
+  return enter(c, &(coll_args){.coll = REDCOLL_COLL_SCATTER, .sendbuf = sendbuf,
+                               .recvbuf = recvbuf, .count = count, .dt = dt, .root = root}, req);
+}
+
+REDCOLL_API int redcoll_iscan(redcoll_comm *c, const void *sendbuf, void *recvbuf, size_t count,
+                             redcoll_dtype dt, const redcoll_op *op, redcoll_request **req) {
+  return enter(c, &(coll_args){.coll = REDCOLL_COLL_SCAN, .sendbuf = sendbuf, .recvbuf = recvbuf,
+                               .count = count, .dt = dt, .op = op}, req);
+}
+
+REDCOLL_API int redcoll_iexscan(redcoll_comm *c, const void *sendbuf, void *recvbuf, size_t count,
+                               redcoll_dtype dt, const redcoll_op *op, redcoll_request **req) {
+  return enter(c, &(coll_args){.coll = REDCOLL_COLL_EXSCAN, .sendbuf = sendbuf,
+                               .recvbuf = recvbuf, .count = count, .dt = dt, .op = op}, req);
+}
+
+REDCOLL_API int redcoll_iexscan_total(redcoll_comm *c, const void *sendbuf, void *recvbuf,
+                                     void *total, size_t count, redcoll_dtype dt,
+                                     const redcoll_op *op, redcoll_request **req) {
+  return enter(c, &(coll_args){.coll = REDCOLL_COLL_EXSCAN_TOTAL, .sendbuf = sendbuf,
+                               .recvbuf = recvbuf, .count = count, .dt = dt, .op = op,
+                               .total = total}, req);
+}
+
+REDCOLL_API int redcoll_ialltoall(redcoll_comm *c, const void *sendbuf, void *recvbuf, size_t count,
+                                 redcoll_dtype dt, redcoll_request **req) {
+  return enter(c, &(coll_args){.coll = REDCOLL_COLL_ALLTOALL, .sendbuf = sendbuf,
+                               .recvbuf = recvbuf, .count = count, .dt = dt}, req);
+}
+
+REDCOLL_API int redcoll_ialltoallv(redcoll_comm *c, const void *sendbuf, const size_t *sendcounts,
+                                  const size_t *sdispls, void *recvbuf, const size_t *recvcounts,
+                                  const size_t *rdispls, redcoll_dtype dt, redcoll_request **req) {
+  return enter(c, &(coll_args){.coll = REDCOLL_COLL_ALLTOALLV, .sendbuf = sendbuf,
+                               .recvbuf = recvbuf, .counts = sendcounts, .displs = sdispls,
+                               .rcounts = recvcounts, .rdispls = rdispls, .dt = dt}, req);
+}
+
+REDCOLL_API int redcoll_igatherv(redcoll_comm *c, const void *sendbuf, size_t sendcount,
+                                void *recvbuf, const size_t *recvcounts, const size_t *displs,
+                                redcoll_dtype dt, int root, redcoll_request **req) {
+  return enter(c, &(coll_args){.coll = REDCOLL_COLL_GATHERV, .sendbuf = sendbuf,
+                               .recvbuf = recvbuf, .count = sendcount, .counts = recvcounts,
+                               .displs = displs, .dt = dt, .root = root}, req);
+}
+
+REDCOLL_API int redcoll_iscatterv(redcoll_comm *c, const void *sendbuf, const size_t *sendcounts,
+                                 const size_t *displs, void *recvbuf, size_t recvcount,
+                                 redcoll_dtype dt, int root, redcoll_request **req) {
+  return enter(c, &(coll_args){.coll = REDCOLL_COLL_SCATTERV, .sendbuf = sendbuf,
+                               .recvbuf = recvbuf, .count = recvcount, .counts = sendcounts,
+                               .displs = displs, .dt = dt, .root = root}, req);
+}
+
+REDCOLL_API int redcoll_iallgatherv_displs(redcoll_comm *c, const void *sendbuf, size_t sendcount,
+                                          void *recvbuf, const size_t *recvcounts,
+                                          const size_t *displs, redcoll_dtype dt, redcoll_request **req) {
+  return enter(c, &(coll_args){.coll = REDCOLL_COLL_ALLGATHERV_DISPLS, .sendbuf = sendbuf,
+                               .recvbuf = recvbuf, .count = sendcount, .counts = recvcounts,
+                               .displs = displs, .dt = dt}, req);
 }

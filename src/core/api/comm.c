@@ -209,6 +209,7 @@ REDCOLL_API int redcoll_comm_error(const redcoll_comm *c) {
  * this one can never meet that communicator's calls. */
 REDCOLL_API void redcoll_comm_destroy(redcoll_comm *c) {
   if (c == NULL) return;
+  redcoll__nb_free(c);
   redcoll__endpoint *ep = c->ep;
   int last = __atomic_sub_fetch(&ep->refs, 1, __ATOMIC_ACQ_REL) == 0;
   if (last) {

@@ -1,0 +1,362 @@
+/*
+ * Nonblocking collectives: requests, the queue of each communicator, and
+ * the fiber that runs the head of the queue.
+ *
+ * A request is a checked call (api/coll.c) waiting its turn.  The requests
+ * of one communicator run one after another in start order, which every
+ * rank shares, so their messages never meet on the communicator's channel
+ * out of order.  The head of the queue runs on the communicator's fiber
+ * (api/fiber.c): the algorithm is the blocking one, and where it would wait
+ * in the transport's exchange, algo/io.c calls redcoll__nb_exchange, which
+ * posts the exchange (transport.h, version 4) and yields.
+ *
+ * Hand-off.  Two things must happen before the fiber can go on: it has
+ * yielded (its driver is back on its own stack), and the transport has
+ * called done.  They may happen in either order and on different threads;
+ * each adds one to `handoff`, and whichever makes it 2 resumes the fiber.
+ * So the fiber is never resumed while still running, and the thread that
+ * resumes it is the one that finished its exchange: inside the transport's
+ * progress (called from redcoll_wait, redcoll_test or
+ * redcoll_comm_progress), a delivery, or the embedder's event loop.
+ *
+ * Memory: a request holds its call (a few hundred bytes); the fiber's
+ * stack (REDCOLL_NB_STACK_KB, default 256) is mapped once per communicator
+ * and reused, and only the pages touched become resident.
+ *
+ * On a transport without post and progress, a request runs to its end in
+ * the call that starts it, in the caller's thread.
+ */
+#include <stdlib.h>
+#include <time.h>
+
+#include "internal.h"
+
+#define NB_STACK_KB_DEFAULT 256
+
+struct redcoll_request {
+  redcoll_comm *comm;
+  struct redcoll_request *next; /* the queue */
+  redcoll__call call;
+  int (*run)(redcoll__call *call); /* api/coll.c's: picks and runs */
+  int done;                     /* atomic: finished, status set */
+  int status;
+  redcoll_request_fn fn;
+  void *arg;
+  /* The collective's own state of the communicator while it runs (a
+   * point-to-point call between two of its steps changes c's copy). */
+  uint64_t tag, deadline_ns;
+};
+
+static int has_post(const redcoll_comm *c) {
+  return c->ops->version >= 4 && c->ops->post != NULL && c->ops->progress != NULL;
+}
+
+static void drive(redcoll_comm *c);
+
+static void op_done(redcoll_transport_op *op, int status) {
+  redcoll_comm *c = op->user;
+  redcoll__nb *nb = c->nb;
+  nb->op_status = status;
+  if (__atomic_add_fetch(&nb->handoff, 1, __ATOMIC_ACQ_REL) == 2) drive(c);
+}
+
+static redcoll__nb *nb_of(redcoll_comm *c) {
+  redcoll__nb *nb = __atomic_load_n(&c->nb, __ATOMIC_ACQUIRE);
+  if (nb != NULL) return nb;
+  nb = calloc(1, sizeof *nb);
+  if (nb == NULL) return NULL;
+  if (pthread_mutex_init(&nb->mu, NULL) != 0) {
+    free(nb);
+    return NULL;
+  }
+  nb->op_done = op_done;
+  /* Requests of a communicator are started by one thread at a time. */
+  __atomic_store_n(&c->nb, nb, __ATOMIC_RELEASE);
+  return nb;
+}
+
+static size_t stack_bytes(const redcoll_comm *c) {
+  uint64_t kb = NB_STACK_KB_DEFAULT;
+  int rc = redcoll__env_u64("REDCOLL_NB_STACK_KB", (uint64_t)1 << 22, &kb);
+  if (rc == REDCOLL_EINVAL || (rc == REDCOLL_OK && kb < 64)) {
+    redcoll__log(1, "rank %d: REDCOLL_NB_STACK_KB wants a number of KiB from 64 to 4194304; "
+                    "using %d", c->rank, NB_STACK_KB_DEFAULT);
+    kb = NB_STACK_KB_DEFAULT;
+  }
+  return (size_t)kb << 10;
+}
+
+/* Marks r finished and calls its callback, which may free r: r is not
+ * touched afterwards. */
+static void finish(redcoll__nb *nb, redcoll_request *r, int status) {
+  pthread_mutex_lock(&nb->mu);
+  r->status = status;
+  redcoll_request_fn fn = r->fn;
+  void *arg = r->arg;
+  __atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
+  pthread_mutex_unlock(&nb->mu);
+  if (fn != NULL) fn(r, status, arg);
+}
+
+static void fiber_fn(void *arg) {
+  redcoll_request *r = arg;
+  r->status = r->run(&r->call);
+}
+
+/* Makes the head of the queue ready to run on the fiber; its status if it
+ * cannot start (the communicator broke meanwhile, no memory for a stack). */
+static int start_head(redcoll_comm *c, redcoll__nb *nb) {
+  int rc = __atomic_load_n(&c->error, __ATOMIC_ACQUIRE);
+  if (rc != REDCOLL_OK) return rc;
+  if (!nb->fiber_ready) {
+    if (redcoll__fiber_init(&nb->fiber, stack_bytes(c)) != REDCOLL_OK) return REDCOLL_ENOMEM;
+    nb->fiber_ready = 1;
+  }
+  redcoll_request *r = nb->head;
+  if (redcoll__fiber_start(&nb->fiber, fiber_fn, r) != REDCOLL_OK) return REDCOLL_ENOMEM;
+  r->tag = c->tag;
+  r->deadline_ns = c->deadline_ns;
+  return REDCOLL_OK;
+}
+
+/* Pops the finished head; returns the next one (NULL: the queue is empty). */
+static redcoll_request *pop_head(redcoll__nb *nb) {
+  pthread_mutex_lock(&nb->mu);
+  redcoll_request *next = nb->head->next;
+  nb->head = next;
+  if (next == NULL) nb->tail = NULL;
+  pthread_mutex_unlock(&nb->mu);
+  return next;
+}
+
+/* Runs the head's fiber until it waits for an exchange that has not
+ * finished, finishing requests and starting the next ones on the way.
+ * Called by whoever won the hand-off, or started the head. */
+static void drive(redcoll_comm *c) {
+  redcoll__nb *nb = c->nb;
+  for (;;) {
+    redcoll_request *r = nb->head;
+    /* The collective's own view of the communicator. */
+    c->tag = r->tag;
+    c->deadline_ns = r->deadline_ns;
+    c->cur = &r->call;
+    redcoll__fiber_resume(&nb->fiber);
+    r->tag = c->tag;
+    r->deadline_ns = c->deadline_ns;
+    if (!nb->fiber.finished) {
+      /* It posted an exchange and yielded: the second to arrive resumes. */
+      if (__atomic_add_fetch(&nb->handoff, 1, __ATOMIC_ACQ_REL) == 1) return;
+      continue;
+    }
+    redcoll_request *next = pop_head(nb);
+    /* The next one starts before r's callback runs, so that a callback
+     * starting a collective of its own only queues it. */
+    int next_rc = next != NULL ? start_head(c, nb) : REDCOLL_OK;
+    finish(nb, r, r->status);
+    while (next != NULL && next_rc != REDCOLL_OK) {
+      /* It could not start (the communicator broke): it fails, in turn. */
+      redcoll_request *failed = next;
+      int failed_rc = next_rc;
+      next = pop_head(nb);
+      next_rc = next != NULL ? start_head(c, nb) : REDCOLL_OK;
+      finish(nb, failed, failed_rc);
+    }
+    if (next == NULL) return;
+  }
+}
+
+
+int redcoll__nb_finished(redcoll_comm *c, int status, redcoll_request **req) {
+  redcoll__nb *nb = nb_of(c);
+  redcoll_request *r = calloc(1, sizeof *r);
+  if (nb == NULL || r == NULL) {
+    free(r);
+    return REDCOLL_ENOMEM;
+  }
+  r->comm = c;
+  r->status = status;
+  r->done = 1;
+  *req = r;
+  return REDCOLL_OK;
+}
+
+int redcoll__nb_start(const redcoll__call *call, int (*run)(redcoll__call *call),
+                      redcoll_request **req) {
+  redcoll_comm *c = call->comm;
+  if (!has_post(c)) {
+    /* A blocking transport: the whole collective now. */
+    int rc = run((redcoll__call *)call);
+    return redcoll__nb_finished(c, rc, req);
+  }
+  redcoll__nb *nb = nb_of(c);
+  redcoll_request *r = calloc(1, sizeof *r);
+  if (nb == NULL || r == NULL) {
+    free(r);
+    return REDCOLL_ENOMEM;
+  }
+  r->comm = c;
+  r->call = *call;
+  r->run = run;
+  pthread_mutex_lock(&nb->mu);
+  int first = nb->head == NULL;
+  if (first) nb->head = r;
+  else nb->tail->next = r;
+  nb->tail = r;
+  pthread_mutex_unlock(&nb->mu);
+  *req = r;
+  if (!first) return REDCOLL_OK;
+  int rc = start_head(c, nb);
+  if (rc != REDCOLL_OK) {
+    pop_head(nb);
+    *req = NULL;
+    free(r);
+    return rc;
+  }
+  drive(c);
+  return REDCOLL_OK;
+}
+
+/* A waiting thread's longest sleep in progress on a transport with
+ * threads: a request may finish on another thread just before this one
+ * goes to sleep for it, and the transport cannot know this thread waits
+ * for that one. */
+#define NB_SLICE_NS 5000000u
+
+static uint64_t transport_now(const redcoll_comm *c) {
+  if (c->ops->now != NULL) return c->ops->now(c->impl);
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* One pass of the transport's progress: waits at most until until_ns
+ * (UINT64_MAX: a slice, on a transport with threads). */
+static int progress(redcoll_comm *c, uint64_t until_ns) {
+  if (!has_post(c)) return REDCOLL_OK;
+  if (until_ns == UINT64_MAX && (c->ep->caps & REDCOLL_TRANSPORT_CAP_THREADS))
+    until_ns = transport_now(c) + NB_SLICE_NS;
+  return c->ops->progress(c->impl, until_ns);
+}
+
+static int is_done(const redcoll_request *r) { return __atomic_load_n(&r->done, __ATOMIC_ACQUIRE); }
+
+/* Waits until r has finished.  A transport that reports itself broken
+ * finishes its ops with that status; if it does not, the request gives up
+ * after the transport said so twice in a row. */
+static void wait_done(redcoll_request *r) {
+  int broken = 0;
+  while (!is_done(r)) {
+    int rc = progress(r->comm, UINT64_MAX);
+    if (rc == REDCOLL_OK) {
+      broken = 0;
+    } else if (++broken >= 2 && !is_done(r)) {
+      redcoll__log(0, "rank %d: the transport failed (%s) and left a nonblocking collective "
+                      "unfinished",
+                   r->comm->rank, redcoll_status_name(rc));
+      redcoll__fail(r->comm, rc);
+      return;
+    }
+  }
+}
+
+REDCOLL_API int redcoll_wait(redcoll_request *req) {
+  if (req == NULL) return REDCOLL_OK;
+  wait_done(req);
+  if (!is_done(req)) return __atomic_load_n(&req->comm->error, __ATOMIC_ACQUIRE);
+  int status = req->status;
+  free(req);
+  return status;
+}
+
+REDCOLL_API int redcoll_test(redcoll_request *req, int *done) {
+  if (req == NULL || done == NULL) return REDCOLL_EINVAL;
+  *done = 0;
+  if (!is_done(req)) {
+    int rc = progress(req->comm, 0);
+    if (rc != REDCOLL_OK && !is_done(req)) return rc;
+    if (!is_done(req)) return REDCOLL_OK;
+  }
+  *done = 1;
+  int status = req->status;
+  free(req);
+  return status;
+}
+
+REDCOLL_API int redcoll_waitall(redcoll_request **reqs, size_t n) {
+  if (reqs == NULL && n > 0) return REDCOLL_EINVAL;
+  int first = REDCOLL_OK;
+  for (size_t i = 0; i < n; i++) {
+    int rc = redcoll_wait(reqs[i]);
+    reqs[i] = NULL;
+    if (first == REDCOLL_OK) first = rc;
+  }
+  return first;
+}
+
+REDCOLL_API int redcoll_request_set_callback(redcoll_request *req, redcoll_request_fn fn,
+                                             void *arg) {
+  if (req == NULL || fn == NULL) return REDCOLL_EINVAL;
+  redcoll__nb *nb = req->comm->nb;
+  pthread_mutex_lock(&nb->mu);
+  if (req->fn != NULL) {
+    pthread_mutex_unlock(&nb->mu);
+    return REDCOLL_EINVAL;
+  }
+  req->fn = fn;
+  req->arg = arg;
+  int done = is_done(req);
+  pthread_mutex_unlock(&nb->mu);
+  if (done) fn(req, req->status, arg);
+  return REDCOLL_OK;
+}
+
+REDCOLL_API int redcoll_comm_progress(redcoll_comm *c) {
+  if (c == NULL) return REDCOLL_EINVAL;
+  return progress(c, 0);
+}
+
+REDCOLL_API int redcoll_comm_fd(redcoll_comm *c) {
+  if (c == NULL || c->ops->version < 4 || c->ops->fd == NULL) return -1;
+  return c->ops->fd(c->impl);
+}
+
+static int queue_empty(redcoll__nb *nb) {
+  pthread_mutex_lock(&nb->mu);
+  int empty = nb->head == NULL;
+  pthread_mutex_unlock(&nb->mu);
+  return empty;
+}
+
+void redcoll__nb_drain(redcoll_comm *c) {
+  redcoll__nb *nb = __atomic_load_n(&c->nb, __ATOMIC_ACQUIRE);
+  if (nb == NULL) return;
+  int broken = 0;
+  while (!queue_empty(nb)) {
+    int rc = progress(c, UINT64_MAX);
+    if (rc == REDCOLL_OK) {
+      broken = 0;
+    } else if (++broken >= 2 && !queue_empty(nb)) {
+      redcoll__log(0, "rank %d: the transport failed (%s) and left nonblocking collectives "
+                      "unfinished",
+                   c->rank, redcoll_status_name(rc));
+      redcoll__fail(c, rc);
+      return;
+    }
+  }
+}
+
+void redcoll__nb_free(redcoll_comm *c) {
+  redcoll__nb *nb = c->nb;
+  if (nb == NULL) return;
+  if (nb->head != NULL) {
+    redcoll__log(0, "rank %d: communicator destroyed with nonblocking collectives outstanding; "
+                    "they are aborted",
+                 c->rank);
+    redcoll__fail(c, REDCOLL_EABORTED);
+    redcoll__nb_drain(c);
+  }
+  if (nb->fiber_ready) redcoll__fiber_free(&nb->fiber);
+  pthread_mutex_destroy(&nb->mu);
+  free(nb);
+  c->nb = NULL;
+}
