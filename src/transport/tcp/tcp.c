@@ -579,6 +579,7 @@ static int tcp_fd(void *impl) {
  * next deadline. */
 
 static void ext_turn(redcoll__tcp *t) {
+  redcoll__tcp_ext_turn(t); /* connections paused for this turn read on */
   /* Inside a call of this thread that runs the loop itself (a blocking
    * call, a wait): that call finishes them. */
   if (t->leader) return;

@@ -31,6 +31,15 @@
  * payload, so that empty ones are bounded too. */
 #define REDCOLL__TCP_UNEXPECTED_MAX ((uint64_t)64 << 20)
 #define REDCOLL__TCP_UMSG_COST 64
+/* On the program's loop (redcoll_tcp_config.loop) the transport keeps each
+ * turn of the loop short, so that the program's timers stay on time: a
+ * read takes at most REDCOLL__TCP_EXT_READ bytes, a connection reads at
+ * most REDCOLL__TCP_EXT_TURN bytes per turn (then pauses until the next),
+ * and a send tries the socket with at most REDCOLL__TCP_EXT_WRITE bytes at
+ * once, leaving the rest to the loop. */
+#define REDCOLL__TCP_EXT_READ ((size_t)256 << 10)
+#define REDCOLL__TCP_EXT_TURN ((size_t)1 << 20)
+#define REDCOLL__TCP_EXT_WRITE ((size_t)1 << 20)
 
 typedef struct redcoll__tcp redcoll__tcp;
 typedef struct redcoll__tcp_conn redcoll__tcp_conn;
@@ -81,6 +90,8 @@ struct redcoll__tcp_conn {
   size_t rlo, rhi;
   int into_rb; /* the pending read goes to rb */
   int lost;
+  size_t turn_bytes; /* read in this turn of the program's loop */
+  int paused;        /* stopped reading until its next turn */
   unsigned char hello[2 * REDCOLL__TCP_HDR + REDCOLL__TCP_HELLO_LEN + REDCOLL__AUTH_NONCE];
   uv_write_t hello_req;
   redcoll__tcp_conn *next, *prev;
