@@ -74,7 +74,7 @@ static void start(slot *s) {
   int me = redcoll_comm_rank(a->comm);
   for (int i = 0; i < N; i++) s->x[i] = (float)(me + s->round + i % 7);
   redcoll_request *req;
-  int rc = redcoll_iallreduce(a->comm, s->x, s->sum, N, REDCOLL_FLOAT, REDCOLL_SUM, &req);
+  int rc = redcoll_iallreduce(a->comm, s->x, s->sum, N, REDCOLL_FLOAT32, REDCOLL_SUM, &req);
   if (rc == REDCOLL_OK) rc = redcoll_request_set_callback(req, on_done, s);
   if (rc != REDCOLL_OK) {
     fprintf(stderr, "uv_loop: starting allreduce %d: %s\n", s->round, redcoll_strerror(rc));

@@ -382,6 +382,18 @@ static int bad_results(int p, int n, int cnt, const int64_t *out, int k0) {
   return bad;
 }
 
+/* Runs fn on p ranks, each of which counts its wrong elements in
+ * sh->n[rank]; then report(sh) if not NULL. */
+static void run_verified(int p, redcoll_rank_main fn, void (*report)(const shared *)) {
+  shared *sh = tcp_run_shared(sizeof *sh);
+  CHECK_INT(tcp_run(p, fn, sh), REDCOLL_OK);
+  for (int r = 0; r < p; r++) CHECK_MSG(sh->n[r] == 0, "rank %d: %d wrong elements", r, sh->n[r]);
+  if (report != NULL) report(sh);
+  munmap(sh, sizeof *sh);
+}
+
+static void print_inflight(const shared *sh);
+
 /* p = 7: 1000 iallreduces in flight at once, then waitall; every result
  * checked.  Rank 0 reports the time from the first start to the end. */
 #define MANY 1000
@@ -408,13 +420,11 @@ static int rank_inflight(redcoll_comm *c, void *arg) {
   return rc;
 }
 
-static void inflight_1000(void) {
-  shared *sh = tcp_run_shared(sizeof *sh);
-  CHECK_INT(tcp_run(7, rank_inflight, sh), REDCOLL_OK);
-  for (int r = 0; r < 7; r++) CHECK_MSG(sh->n[r] == 0, "rank %d: %d wrong elements", r, sh->n[r]);
+static void inflight_1000(void) { run_verified(7, rank_inflight, print_inflight); }
+
+static void print_inflight(const shared *sh) {
   printf("  %d iallreduces of %d int64 in flight at p = 7: started in %.1f ms, all done in "
          "%.1f ms (rank 0)\n", MANY, MANY_CNT, sh->x[0] * 1e3, sh->t[0] * 1e3);
-  munmap(sh, sizeof *sh);
 }
 
 /* Three duplicates of the communicator with requests on all of them at
@@ -458,12 +468,7 @@ static int rank_dups(redcoll_comm *c, void *arg) {
   return rc;
 }
 
-static void dup_concurrent(void) {
-  shared *sh = tcp_run_shared(sizeof *sh);
-  CHECK_INT(tcp_run(5, rank_dups, sh), REDCOLL_OK);
-  for (int r = 0; r < 5; r++) CHECK_MSG(sh->n[r] == 0, "rank %d: %d wrong elements", r, sh->n[r]);
-  munmap(sh, sizeof *sh);
-}
+static void dup_concurrent(void) { run_verified(5, rank_dups, NULL); }
 
 /* A program's own poll loop: redcoll_comm_fd, redcoll_tcp_comm_poll_timeout,
  * redcoll_comm_progress and redcoll_test, 200 requests with callbacks. */
@@ -506,12 +511,7 @@ static int rank_fd_poll(redcoll_comm *c, void *arg) {
   return rc;
 }
 
-static void fd_poll(void) {
-  shared *sh = tcp_run_shared(sizeof *sh);
-  CHECK_INT(tcp_run(4, rank_fd_poll, sh), REDCOLL_OK);
-  for (int r = 0; r < 4; r++) CHECK_MSG(sh->n[r] == 0, "rank %d: %d wrong elements", r, sh->n[r]);
-  munmap(sh, sizeof *sh);
-}
+static void fd_poll(void) { run_verified(4, rank_fd_poll, NULL); }
 
 /* A rank killed in the middle of a 16 MiB allreduce, with more queued
  * behind it: every request of every survivor ends with an error, well
