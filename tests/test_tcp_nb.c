@@ -493,13 +493,13 @@ static int rank_fd_poll(redcoll_comm *c, void *arg) {
   for (int k = 0; k < POLLED && rc == REDCOLL_OK; k++)
     rc = redcoll_request_set_callback(reqs[k], count_cb, &finished);
   double t0 = now_s();
-  int polls = 0, idle = 0;
+  int polls = 0;
   while (rc == REDCOLL_OK && finished < POLLED && finished >= 0 && now_s() - t0 < 60) {
     struct pollfd pfd = {fd, POLLIN, 0};
     int ms = -1;
     rc = redcoll_tcp_comm_poll_timeout(c, &ms);
     if (ms < 0 || ms > 1000) ms = 1000;
-    idle += poll(&pfd, 1, ms) == 0;
+    poll(&pfd, 1, ms);
     polls++;
     if (rc == REDCOLL_OK) rc = redcoll_comm_progress(c);
   }
