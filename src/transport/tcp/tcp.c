@@ -14,8 +14,10 @@
  * incoming connection reads whatever the socket holds into its buffer and
  * takes frames out of it (recv.c).
  *
- * This file holds the vtable (exchange, cancel, close, destroy, info,
- * now), one call's wait, and construction.  The rest of the transport,
+ * This file holds the vtable (exchange, post, progress, fd, cancel, close,
+ * destroy, info, now), one call's wait, the posted exchanges of
+ * nonblocking collectives and their end, the handles that drive them on
+ * the program's own loop (redcoll_tcp_config.loop), and construction.  The rest of the transport,
  * each file calling only the ones below it:
  *   connect.c    making connections, retrying, accepting
  *   recv.c       reading a connection, frames, matching receives

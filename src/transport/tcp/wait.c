@@ -14,7 +14,14 @@
  *     leader's poll (t->wake) so that the loop sees it.
  *
  * So a blocking call costs no thread of its own, and a collective in one
- * thread progresses the messages of every other thread's. */
+ * thread progresses the messages of every other thread's.  The posted
+ * exchanges of nonblocking collectives wait here too (tcp.c's progress,
+ * whose condition is "an exchange is over, or another thread has called
+ * the dones of some"); their dones are called after this returns, with no
+ * thread leading.  On the program's own loop (t->ext) one thread makes
+ * every call, the mutex is recursive (the loop's callbacks may call in
+ * again), and the transport's handles are unref'd, so the leader refs the
+ * wake-up while it runs the loop. */
 #include <limits.h>
 #include <poll.h>
 #include <sched.h>
