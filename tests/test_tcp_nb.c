@@ -176,6 +176,40 @@ static void raw_deadline_cancel(void) {
   munmap(sh, sizeof *sh);
 }
 
+/* A peer destroys the communicator of a channel group (close) while this
+ * rank's posted receive waits for it there: REDCOLL_ETRANSPORT. */
+static int rank_raw_close(redcoll_comm *c, void *arg) {
+  shared *sh = arg;
+  int me = redcoll_comm_rank(c);
+  uint64_t v = 0;
+  rop r;
+  int rc = REDCOLL_OK;
+  if (me == 1) {
+    rc = rpost(c, 20, UINT64_MAX, -1, NULL, 0, 0, &v, sizeof v, &r, NULL);
+    sh->st[1] = rc != REDCOLL_OK ? rc : rwait(c, &r);
+  }
+  if (me == 0) {
+    /* Connected first, so that the CLOSE has a way to go. */
+    rc = rpost(c, 24, UINT64_MAX, 1, &v, sizeof v, -1, NULL, 0, &r, NULL);
+    if (rc == REDCOLL_OK) rc = rwait(c, &r);
+    tcp_run_sleep_ms(50);
+    c->ops->close(c->impl, 20);
+  }
+  if (me == 1 && rc == REDCOLL_OK) {
+    rc = rpost(c, 24, UINT64_MAX, -1, NULL, 0, 0, &v, sizeof v, &r, NULL);
+    if (rc == REDCOLL_OK) rc = rwait(c, &r);
+  }
+  int rc2 = redcoll_barrier(c);
+  return rc != REDCOLL_OK ? rc : rc2;
+}
+
+static void raw_close(void) {
+  shared *sh = tcp_run_shared(sizeof *sh);
+  CHECK_INT(tcp_run(2, rank_raw_close, sh), REDCOLL_OK);
+  CHECK_INT(sh->st[1], REDCOLL_ETRANSPORT);
+  munmap(sh, sizeof *sh);
+}
+
 /* progress(0) passes driven by poll(2) on the fd member. */
 static int rank_raw_fd(redcoll_comm *c, void *arg) {
   (void)arg;
@@ -761,6 +795,6 @@ static void uv_timer_16m(void) {
   munmap(sh, sizeof *sh);
 }
 
-TEST_MAIN(TEST(raw_ring), TEST(raw_deadline_cancel), TEST(raw_fd), TEST(raw_threads),
+TEST_MAIN(TEST(raw_ring), TEST(raw_deadline_cancel), TEST(raw_close), TEST(raw_fd), TEST(raw_threads),
           TEST(raw_uv), TEST(inflight_1000), TEST(dup_concurrent), TEST(fd_poll),
           TEST(peer_killed), TEST(threads_nb), TEST(uv_timer_16m))

@@ -520,20 +520,22 @@ static int tcp_post(void *impl, const redcoll_transport_ctx *ctx, const redcoll_
 }
 
 typedef struct nb_wait {
-  uint64_t gen;
+  uint64_t gen, until;
 } nb_wait;
 
-/* progress can return: an exchange is over, or another thread delivered. */
+/* progress can return: an exchange is over, another thread delivered, or
+ * an exchange must be looked at before the wait would end (one that began
+ * to listen for a better reason than a lost peer). */
 static int nb_ready(redcoll__tcp *t, void *arg) {
   const nb_wait *nw = arg;
   reap(t);
-  return t->fin != NULL || t->gen != nw->gen;
+  return t->fin != NULL || t->gen != nw->gen || next_deadline(t) < nw->until;
 }
 
 static int tcp_progress(void *impl, uint64_t until_ns) {
   redcoll__tcp *t = impl;
   pthread_mutex_lock(&t->mu);
-  nb_wait nw = {t->gen};
+  nb_wait nw = {t->gen, UINT64_MAX};
   /* On the embedder's loop, progress runs the loop only for a wait
    * (until_ns > 0) called outside the loop's callbacks; a pass (0), and
    * any call from inside a callback, only finishes what the loop did. */
@@ -548,8 +550,9 @@ static int tcp_progress(void *impl, uint64_t until_ns) {
     reap(t);
   } else {
     uint64_t d = next_deadline(t);
+    nw.until = d < until_ns ? d : until_ns;
     redcoll__tcp_kick(t);
-    redcoll__tcp_progress(t, nb_ready, &nw, d < until_ns ? d : until_ns);
+    redcoll__tcp_progress(t, nb_ready, &nw, nw.until);
     reap(t);
   }
   deliver(t);
