@@ -569,8 +569,9 @@ static int rank_killed(redcoll_comm *c, void *arg) {
   }
   if (rc != REDCOLL_OK) return rc;
   if (me == p - 1) {
-    /* A few milliseconds into it, then gone without a word. */
-    while (now_s() - t0 < 0.02) redcoll_comm_progress(c);
+    /* Its first exchange is posted (the i-form starts it): two
+     * milliseconds into it, far from its end, gone without a word. */
+    while (now_s() - t0 < 0.002) redcoll_comm_progress(c);
     fflush(NULL);
     raise(SIGKILL);
   }
