@@ -77,11 +77,16 @@ typedef struct ring {
 
 static void ring_next(ring *g);
 
+/* The ring's done may run on any thread that calls progress: the thread
+ * that owns the ring looks at it once it is over. */
+static void ring_finish(ring *g) { __atomic_store_n(&g->finished, 1, __ATOMIC_RELEASE); }
+static int ring_over(ring *g) { return __atomic_load_n(&g->finished, __ATOMIC_ACQUIRE); }
+
 static void ring_done(redcoll_transport_op *op, int status) {
   ring *g = (ring *)op;
   if (status != REDCOLL_OK) {
     g->status = status;
-    g->finished = 1;
+    ring_finish(g);
     return;
   }
   int left = (g->me + g->p - 1) % g->p;
@@ -92,7 +97,7 @@ static void ring_done(redcoll_transport_op *op, int status) {
 
 static void ring_next(ring *g) {
   if (g->round == RING_ROUNDS) {
-    g->finished = 1;
+    ring_finish(g);
     return;
   }
   g->out = (uint64_t)g->me * 1000000u + (uint64_t)g->round;
@@ -100,7 +105,7 @@ static void ring_next(ring *g) {
                  (g->me + g->p - 1) % g->p, &g->in, sizeof g->in, &g->r, ring_done);
   if (rc != REDCOLL_OK) {
     g->status = rc;
-    g->finished = 1;
+    ring_finish(g);
   }
 }
 
@@ -122,7 +127,7 @@ static int rank_raw_ring(redcoll_comm *c, void *arg) {
   (void)arg;
   ring g;
   ring_start(&g, c, 0);
-  while (!g.finished) {
+  while (!ring_over(&g)) {
     int rc = c->ops->progress(c->impl, UINT64_MAX);
     if (rc != REDCOLL_OK) return rc;
   }
@@ -218,10 +223,10 @@ static int rank_raw_fd(redcoll_comm *c, void *arg) {
   ring g;
   ring_start(&g, c, 0);
   int sleeps = 0;
-  while (!g.finished) {
+  while (!ring_over(&g)) {
     int rc = c->ops->progress(c->impl, 0);
     if (rc != REDCOLL_OK) return rc;
-    if (g.finished) break;
+    if (ring_over(&g)) break;
     struct pollfd pfd = {fd, POLLIN, 0};
     int ms = -1;
     CHECK_INT(redcoll_tcp_comm_poll_timeout(c, &ms), REDCOLL_OK);
@@ -247,7 +252,7 @@ static void *thr_ring(void *a) {
   thr *x = a;
   ring g;
   ring_start(&g, x->c, x->chan);
-  while (!g.finished) {
+  while (!ring_over(&g)) {
     int rc = x->c->ops->progress(x->c->impl, UINT64_MAX);
     if (rc != REDCOLL_OK) {
       x->rc = rc;
@@ -372,7 +377,7 @@ static int rank_raw_uv(redcoll_comm *c, void *arg) {
   uv_run(&loop, UV_RUN_DEFAULT);
   stop = 1;
   uv_close((uv_handle_t *)&k.tm, NULL);
-  CHECK(g.finished);
+  CHECK(ring_over(&g));
   rc = ring_result(&g);
   sh->n[redcoll_comm_rank(c)] = k.ticks;
   /* A blocking call outside the loop's callbacks runs the loop itself. */
