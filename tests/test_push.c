@@ -45,6 +45,7 @@ struct world {
   /* Fault knobs: a rank whose sends are dropped; an EPROTO count. */
   _Atomic int mute_rank;
   _Atomic int eproto;
+  _Atomic int step; /* a hand-shake between ranks outside redcoll */
   int (*body)(world *w, int rank, redcoll_comm *c);
   int status[MAXP];
 };
@@ -354,6 +355,53 @@ static void fault_peer_lost(void) {
   free(w);
 }
 
+/* ---- the background progress thread ----------------------------------- */
+
+static void flag_cb(redcoll_request *req, int status, void *arg) {
+  (void)req;
+  atomic_store((_Atomic int *)arg, status == REDCOLL_OK ? 1 : -1);
+}
+
+/* Rank 1 of a reduce to rank 0 only sends: its request finishes in a
+ * progress call.  Without the thread nothing of rank 1's calls one while
+ * it computes; with it, the callback comes by itself. */
+static int body_progress_thread(world *w, int rank, redcoll_comm *c) {
+  int64_t v = rank + 5, s = 0;
+  /* linear: rank 1 sends its vector to rank 0 and receives nothing */
+  if (redcoll_comm_set_algorithm(c, REDCOLL_COLL_REDUCE, REDCOLL_ALGO_LINEAR) != REDCOLL_OK)
+    return -5900;
+  for (int on = 0; on <= 1; on++) {
+    if (on && redcoll_comm_set_progress_thread(c, 1) != REDCOLL_OK) return -6000;
+    _Atomic int flag = 0;
+    redcoll_request *req;
+    int rc = redcoll_ireduce(c, &v, &s, 1, REDCOLL_INT64, REDCOLL_SUM, 0, &req);
+    if (rc != REDCOLL_OK) return rc;
+    redcoll_request_set_callback(req, flag_cb, &flag);
+    if (rank == 1) {
+      /* "Computing": no redcoll call for a while. */
+      for (int i = 0; i < 200 && atomic_load(&flag) == 0; i++) usleep(5000);
+      int seen = atomic_load(&flag);
+      atomic_store(&w->step, on + 1);
+      if (seen != on) return -6100 - on;
+    }
+    rc = redcoll_wait(req);
+    if (rc != REDCOLL_OK) return rc;
+    if (rank == 0 && s != 11) return -6200;
+    /* Rank 0 sends nothing to rank 1 (whose deliveries would move its
+     * request on too) until rank 1 has looked. */
+    while (rank == 0 && atomic_load(&w->step) != on + 1) usleep(1000);
+    if (redcoll_barrier(c) != REDCOLL_OK) return -6300;
+  }
+  return redcoll_comm_set_progress_thread(c, 0);
+}
+
+static void progress_thread(void) {
+  world *w = malloc(sizeof *w);
+  CHECK_INT(run_world(w, 2, 10000, body_progress_thread), REDCOLL_OK);
+  for (int r = 0; r < 2; r++) CHECK_MSG(w->status[r] == REDCOLL_OK, "rank %d: %d", r, w->status[r]);
+  free(w);
+}
+
 /* ---- a blocking transport: the i-form runs at once -------------------- */
 
 static int body_threads(redcoll_comm *c, void *arg) {
@@ -369,6 +417,7 @@ static int body_threads(redcoll_comm *c, void *arg) {
   rc = redcoll_test(req, &done);
   if (!done) return -2;
   if (redcoll_comm_fd(c) != -1) return -3;
+  if (redcoll_comm_set_progress_thread(c, 1) != REDCOLL_ENOTSUP) return -4;
   return rc;
 }
 
@@ -397,4 +446,5 @@ static void bad_arguments(void) {
 }
 
 TEST_MAIN(TEST(blocking_collectives), TEST(nonblocking_many), TEST(fault_mute_and_junk),
-          TEST(fault_peer_lost), TEST(blocking_transport_runs_at_once), TEST(bad_arguments))
+          TEST(fault_peer_lost), TEST(progress_thread), TEST(blocking_transport_runs_at_once),
+          TEST(bad_arguments))

@@ -14,6 +14,12 @@
  *   redcoll-tune predict --coll C --p N --count N [--esize E] [--threshold B]
  *       [--alpha A --beta B --gamma G] [--noncomm]
  *       every algorithm's predicted time and AUTO's choice.
+ *   redcoll-tune calibrate [--reps N] [--p P]
+ *       the library's self-calibration (redcoll_comm_calibrate) N times
+ *       (default 20), each on a new duplicate communicator: the spread of
+ *       alpha, beta and gamma, and how often AUTO's allreduce choice from
+ *       8 B to 32 MiB agrees with the most common one.  P threads (default
+ *       4), or under redcoll-run the TCP ranks.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -156,6 +162,30 @@ static int write_entry(const char *path, const char *transport, const tune *t) {
   return fclose(out) == 0 ? 0 : -1;
 }
 
+/* fn on every rank: under redcoll-run (the TCP environment set) this
+ * process's TCP rank, at least two of them; else p threads.  *transport
+ * names which, *rank is this process's rank (0 for threads), *size p. */
+static int run_ranks(int p, redcoll_rank_main fn, void *arg, const char **transport, int *rank,
+                     int *size) {
+  *transport = "threads";
+  *rank = 0;
+  *size = p;
+#ifdef REDCOLL_TUNE_TCP
+  if (getenv("REDCOLL_RANK") != NULL) {
+    redcoll_comm *c;
+    *transport = "tcp";
+    int rc = redcoll_tcp_comm_create_from_env(&c);
+    if (rc != REDCOLL_OK) return rc;
+    *rank = redcoll_comm_rank(c);
+    *size = redcoll_comm_size(c);
+    rc = *size < 2 ? REDCOLL_EINVAL : fn(c, arg);
+    redcoll_comm_destroy(c);
+    return rc;
+  }
+#endif
+  return redcoll_threads_run(p, fn, arg);
+}
+
 static int cmd_measure(int argc, char **argv) {
   const char *out = NULL;
   tune t;
@@ -170,30 +200,9 @@ static int cmd_measure(int argc, char **argv) {
     }
   }
   if (t.iters < 1) t.iters = 1;
-  const char *transport = "threads";
-  int rank = 0, rc;
-#ifdef REDCOLL_TUNE_TCP
-  if (getenv("REDCOLL_RANK") != NULL) {
-    redcoll_comm *c;
-    transport = "tcp";
-    rc = redcoll_tcp_comm_create_from_env(&c);
-    if (rc != REDCOLL_OK) {
-      fprintf(stderr, "redcoll-tune: tcp: %s\n", redcoll_strerror(rc));
-      return 1;
-    }
-    rank = redcoll_comm_rank(c);
-    if (redcoll_comm_size(c) < 2) {
-      fprintf(stderr, "redcoll-tune: needs at least 2 ranks\n");
-      redcoll_comm_destroy(c);
-      return 1;
-    }
-    rc = pingpong(c, &t);
-    redcoll_comm_destroy(c);
-  } else
-#endif
-  {
-    rc = redcoll_threads_run(2, two_ranks_main, &t);
-  }
+  const char *transport;
+  int rank, size;
+  int rc = run_ranks(2, two_ranks_main, &t, &transport, &rank, &size);
   if (rc != REDCOLL_OK) {
     fprintf(stderr, "redcoll-tune: ping-pong: %s\n", redcoll_strerror(rc));
     return 1;
@@ -207,6 +216,96 @@ static int cmd_measure(int argc, char **argv) {
   fprintf(stderr, "redcoll-tune: %s alpha %.4g s, beta %.4g s/B (%.3g GB/s), gamma %.4g s/B\n",
           transport, t.alpha, t.beta, t.beta > 0 ? 1e-9 / t.beta : 0.0, t.gamma);
   return write_entry(out, transport, &t) == 0 ? 0 : 1;
+}
+
+/* ---- self-calibration, repeated ------------------------------------------ */
+
+#define CAL_MAX_REPS 200
+#define CAL_POINTS 23 /* allreduce of 8 B .. 32 MiB float32, factor 2 */
+
+typedef struct cal {
+  int reps;
+  double m[CAL_MAX_REPS][3];
+} cal;
+
+/* The library's own calibration (redcoll_comm_calibrate), reps times, each
+ * on a fresh duplicate of c as a new communicator would do it. */
+static int calibrate_reps(redcoll_comm *c, cal *k) {
+  for (int i = 0; i < k->reps; i++) {
+    redcoll_comm *d;
+    int rc = redcoll_comm_dup(c, &d);
+    if (rc == REDCOLL_OK) rc = redcoll_comm_calibrate(d);
+    if (rc == REDCOLL_OK) rc = redcoll_comm_get_cost_model(d, &k->m[i][0], &k->m[i][1], &k->m[i][2]);
+    redcoll_comm_destroy(d);
+    if (rc != REDCOLL_OK) return rc;
+  }
+  return REDCOLL_OK;
+}
+
+static int calibrate_main(redcoll_comm *c, void *arg) { return calibrate_reps(c, arg); }
+
+/* Prints the spread of each term and how often AUTO's allreduce choice
+ * under each repetition's model is the most common one, over the sizes. */
+static void calibrate_report(const cal *k, int p, const char *transport) {
+  const char *names[3] = {"alpha", "beta", "gamma"};
+  for (int t = 0; t < 3; t++) {
+    double v[CAL_MAX_REPS] = {0};
+    for (int i = 0; i < k->reps; i++) v[i] = k->m[i][t];
+    double lo = v[0], hi = v[0];
+    for (int i = 1; i < k->reps; i++) {
+      if (v[i] < lo) lo = v[i];
+      if (v[i] > hi) hi = v[i];
+    }
+    printf("%s,%d,%s,min %.4g,median %.4g,max %.4g\n", transport, p, names[t], lo,
+           stats_median(v, (size_t)k->reps), hi);
+  }
+  int same = 0, points = 0;
+  for (int s = 0; s < CAL_POINTS; s++) {
+    size_t count = ((size_t)8 << s) / 4;
+    int votes[REDCOLL_ALGO_COUNT] = {0};
+    redcoll_algo pick[CAL_MAX_REPS];
+    for (int i = 0; i < k->reps; i++) {
+      pick[i] = redcoll_cost_choose(REDCOLL_COLL_ALLREDUCE, p, count, 4, REDCOLL_DEFAULT_THRESHOLD,
+                                    REDCOLL_CHOOSE_COMMUTATIVE, k->m[i][0], k->m[i][1],
+                                    k->m[i][2]);
+      votes[pick[i]]++;
+    }
+    int best = 0;
+    for (int x = 1; x < REDCOLL_ALGO_COUNT; x++)
+      if (votes[x] > votes[best]) best = x;
+    same += votes[best];
+    points += k->reps;
+  }
+  printf("%s,%d,auto allreduce 8 B..32 MiB: the most common choice at %.1f %% of %d "
+         "(repetition, size) points\n",
+         transport, p, 100.0 * same / points, points);
+}
+
+static int cmd_calibrate(int argc, char **argv) {
+  cal *k = calloc(1, sizeof *k);
+  if (k == NULL) return 1;
+  k->reps = 20;
+  int p = 4;
+  for (int i = 2; i + 1 < argc; i += 2) {
+    if (strcmp(argv[i], "--reps") == 0) k->reps = atoi(argv[i + 1]);
+    else if (strcmp(argv[i], "--p") == 0) p = atoi(argv[i + 1]);
+  }
+  if (k->reps < 1 || k->reps > CAL_MAX_REPS || p < 2) {
+    fprintf(stderr, "redcoll-tune calibrate: --reps 1..%d, --p >= 2\n", CAL_MAX_REPS);
+    free(k);
+    return 2;
+  }
+  const char *transport;
+  int rank;
+  int rc = run_ranks(p, calibrate_main, k, &transport, &rank, &p);
+  if (rc != REDCOLL_OK) {
+    fprintf(stderr, "redcoll-tune calibrate: %s\n", redcoll_strerror(rc));
+    free(k);
+    return 1;
+  }
+  if (rank == 0) calibrate_report(k, p, transport);
+  free(k);
+  return 0;
 }
 
 /* ---- predictions --------------------------------------------------------- */
@@ -271,9 +370,11 @@ int main(int argc, char **argv) {
     printf("usage: redcoll-tune [--out FILE] [--iters N]\n"
            "       redcoll-tune predict --coll C --p N --count N [--esize E] [--threshold B]\n"
            "                    [--alpha A --beta B --gamma G] [--noncomm]\n"
+           "       redcoll-tune calibrate [--reps N] [--p P]\n"
            "see docs/tuning.md\n");
     return 0;
   }
   if (argc > 1 && strcmp(argv[1], "predict") == 0) return cmd_predict(argc, argv);
+  if (argc > 1 && strcmp(argv[1], "calibrate") == 0) return cmd_calibrate(argc, argv);
   return cmd_measure(argc, argv);
 }

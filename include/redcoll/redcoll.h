@@ -410,6 +410,21 @@ REDCOLL_API int redcoll_comm_get_cost_model(redcoll_comm *c, double *alpha, doub
  * REDCOLL_EINVAL if the file is unreadable, malformed or has no entry that
  * applies. */
 REDCOLL_API int redcoll_comm_load_tuning(redcoll_comm *c, const char *path);
+
+/* Self-calibration.  At the first collective that lets AUTO choose, a
+ * communicator measures its cost model (a millisecond or two of ring
+ * exchanges of 8 B and 256 KiB and local reductions, the fastest of a few
+ * of each) and every rank takes the largest measurement, so that AUTO is
+ * right on a network it has never seen and decides alike on every rank.
+ * Not when the model was set (redcoll_comm_set_cost_model,
+ * redcoll_comm_load_tuning, REDCOLL_COST_MODEL, REDCOLL_TUNING_FILE), nor
+ * on the simulator (its model is exact), nor with REDCOLL_CALIBRATE=0.
+ * redcoll_comm_set_calibration(c, 0) switches it off for c, (c, 1) has it
+ * measure again at the next such collective; redcoll_comm_calibrate
+ * measures now (collective: every rank calls it) and replaces any model.
+ * redcoll_comm_get_cost_model shows the result. */
+REDCOLL_API int redcoll_comm_calibrate(redcoll_comm *c);
+REDCOLL_API int redcoll_comm_set_calibration(redcoll_comm *c, int on);
 /* How many ranks share one CPU on the busiest host (f); every rank must
  * use the same value.  f <= 1 (the default): no CPU is shared.  With f > 1
  * a round waits for the f ranks of a CPU to take turns, so AUTO charges
@@ -655,6 +670,15 @@ REDCOLL_API int redcoll_waitall(redcoll_request **reqs, size_t n);
 /* Moves every outstanding request of c's transport object on, without
  * waiting; returns REDCOLL_OK or the transport's error. */
 REDCOLL_API int redcoll_comm_progress(redcoll_comm *c);
+/* Switches a background thread on (on = 1) or off (0) that moves the
+ * nonblocking collectives of c's transport object on while none of the
+ * program's threads is inside redcoll_test or redcoll_wait: a collective
+ * then overlaps the program's computation.  It sleeps while no request is
+ * outstanding.  REDCOLL_ENOTSUP on a transport without posted exchanges and
+ * threads (transport.h: post, REDCOLL_TRANSPORT_CAP_THREADS); off at
+ * creation; the last communicator's destruction stops it. */
+REDCOLL_API int redcoll_comm_set_progress_thread(redcoll_comm *c, int on);
+
 /* A file descriptor that becomes readable when redcoll_comm_progress has
  * work to do, for a program that waits in its own poll or epoll; -1 if the
  * transport has none (then call redcoll_comm_progress from a timer, or

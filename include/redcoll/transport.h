@@ -82,6 +82,10 @@ typedef struct redcoll_transport_info {
 /* Calls on different channels may run at once in different threads; abort
  * and cancel may be called from any thread at any time. */
 #define REDCOLL_TRANSPORT_CAP_THREADS 2u
+/* The alpha, beta and gamma of info are exact (the simulator's): the core
+ * does not measure them at the first collective (redcoll_comm_calibrate
+ * still does when asked). */
+#define REDCOLL_TRANSPORT_CAP_MODEL_EXACT 4u
 
 /* The context of one exchange call (version 3). */
 typedef struct redcoll_transport_ctx {

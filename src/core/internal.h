@@ -86,6 +86,10 @@ typedef struct redcoll__endpoint {
   pthread_mutex_t mu; /* guards chans */
   uint64_t *chans;  /* channel bases in use by communicators here */
   size_t nchans, chans_cap;
+  /* Nonblocking requests started and not finished on its communicators
+   * (atomic), and the background progress thread (api/request.c). */
+  int outstanding;
+  struct redcoll__bg *bg;
 } redcoll__endpoint;
 
 /* A communicator uses the four channels base .. base + 3: its collectives,
@@ -127,6 +131,9 @@ struct redcoll_comm {
    * user.  info.name picks the tuning-file entry, info the defaults. */
   int cost_state;
   double cost_alpha, cost_beta, cost_gamma;
+  /* Self-calibration (select/calibrate.c): 0 not decided yet, 1 not
+   * wanted, 2 done or under way, 3 switched off by the program. */
+  int cal_state;
   /* Ranks per CPU (redcoll_comm_set_ranks_per_cpu): the value AUTO uses,
    * resolved like the cost model (state 0, 1, 2), and what the transport
    * found. */
@@ -282,6 +289,7 @@ typedef struct redcoll__nb {
   void (*op_done)(redcoll_transport_op *op, int status); /* its done */
   int op_status;
   int handoff;                  /* atomic: the fiber yielded, done was called */
+  int driving;                  /* atomic: threads inside drive */
 } redcoll__nb;
 
 /* Starts a checked call as a request that run (api/coll.c's) will run: at
@@ -295,6 +303,8 @@ int redcoll__nb_finished(redcoll_comm *c, int status, redcoll_request **req);
 void redcoll__nb_drain(redcoll_comm *c);
 /* At destruction: finishes what is outstanding and frees the state. */
 void redcoll__nb_free(redcoll_comm *c);
+/* Before the transport is destroyed: stops the progress thread. */
+void redcoll__nb_ep_stop(redcoll__endpoint *ep);
 
 /* ---- algorithm registry (algo/registry.c) --------------------------------------- */
 

@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include "internal.h"
+#include "select/cost.h"
 
 /* [a, a+an) and [b, b+bn) share a byte. */
 static int ranges_meet(const void *a, size_t an, const void *b, size_t bn) {
@@ -381,6 +382,11 @@ static int enter(redcoll_comm *c, const coll_args *a, redcoll_request **req) {
     /* Nothing to communicate. */
     rc = z.total == 0 ? REDCOLL_OK : one_rank(&call, shapes[a->coll].flags, &z);
     return req == NULL ? rc : redcoll__nb_finished(c, rc, req);
+  }
+  if (c->algo[a->coll] == REDCOLL_ALGO_AUTO && redcoll__calibration_due(c)) {
+    /* The first choice AUTO makes here: measure the model first. */
+    redcoll__nb_drain(c);
+    if ((rc = redcoll__calibrate(c)) != REDCOLL_OK) return rc;
   }
   if (req != NULL) return redcoll__nb_start(&call, run, req);
   redcoll__nb_drain(c);

@@ -213,6 +213,7 @@ REDCOLL_API void redcoll_comm_destroy(redcoll_comm *c) {
   redcoll__endpoint *ep = c->ep;
   int last = __atomic_sub_fetch(&ep->refs, 1, __ATOMIC_ACQ_REL) == 0;
   if (last) {
+    redcoll__nb_ep_stop(ep);
     ep->ops->destroy(ep->impl);
     ep_free(ep);
   } else {

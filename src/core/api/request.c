@@ -26,6 +26,7 @@
  * On a transport without post and progress, a request runs to its end in
  * the call that starts it, in the caller's thread.
  */
+#include <sched.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -89,6 +90,7 @@ static size_t stack_bytes(const redcoll_comm *c) {
 /* Marks r finished and calls its callback, which may free r: r is not
  * touched afterwards. */
 static void finish(redcoll__nb *nb, redcoll_request *r, int status) {
+  __atomic_sub_fetch(&r->comm->ep->outstanding, 1, __ATOMIC_ACQ_REL);
   pthread_mutex_lock(&nb->mu);
   r->status = status;
   redcoll_request_fn fn = r->fn;
@@ -132,7 +134,16 @@ static redcoll_request *pop_head(redcoll__nb *nb) {
 /* Runs the head's fiber until it waits for an exchange that has not
  * finished, finishing requests and starting the next ones on the way.
  * Called by whoever won the hand-off, or started the head. */
+static void drive_on(redcoll_comm *c);
+
 static void drive(redcoll_comm *c) {
+  redcoll__nb *nb = c->nb;
+  __atomic_add_fetch(&nb->driving, 1, __ATOMIC_ACQ_REL);
+  drive_on(c);
+  __atomic_sub_fetch(&nb->driving, 1, __ATOMIC_ACQ_REL);
+}
+
+static void drive_on(redcoll_comm *c) {
   redcoll__nb *nb = c->nb;
   for (;;) {
     redcoll_request *r = nb->head;
@@ -166,6 +177,83 @@ static void drive(redcoll_comm *c) {
 }
 
 
+/* ---- the background progress thread ------------------------------------- */
+
+typedef struct redcoll__bg {
+  pthread_t thread;
+  pthread_mutex_t mu;
+  pthread_cond_t cv; /* a request started, or stop */
+  int stop;
+} redcoll__bg;
+
+static int progress_ep(redcoll__endpoint *ep, uint64_t until_ns);
+
+/* Sleeps while no request is outstanding on the endpoint; else progresses
+ * in slices. */
+static void *bg_main(void *arg) {
+  redcoll__endpoint *ep = arg;
+  redcoll__bg *bg = ep->bg;
+  for (;;) {
+    pthread_mutex_lock(&bg->mu);
+    while (!bg->stop && __atomic_load_n(&ep->outstanding, __ATOMIC_ACQUIRE) == 0)
+      pthread_cond_wait(&bg->cv, &bg->mu);
+    int stop = bg->stop;
+    pthread_mutex_unlock(&bg->mu);
+    if (stop) return NULL;
+    (void)progress_ep(ep, UINT64_MAX);
+  }
+}
+
+/* A request starts: counted, and the progress thread woken. */
+static void bg_wake(redcoll__endpoint *ep) {
+  if (__atomic_add_fetch(&ep->outstanding, 1, __ATOMIC_ACQ_REL) != 1) return;
+  redcoll__bg *bg = __atomic_load_n(&ep->bg, __ATOMIC_ACQUIRE);
+  if (bg == NULL) return;
+  pthread_mutex_lock(&bg->mu);
+  pthread_cond_signal(&bg->cv);
+  pthread_mutex_unlock(&bg->mu);
+}
+
+void redcoll__nb_ep_stop(redcoll__endpoint *ep) {
+  redcoll__bg *bg = ep->bg;
+  if (bg == NULL) return;
+  pthread_mutex_lock(&bg->mu);
+  bg->stop = 1;
+  pthread_cond_signal(&bg->cv);
+  pthread_mutex_unlock(&bg->mu);
+  pthread_join(bg->thread, NULL);
+  pthread_cond_destroy(&bg->cv);
+  pthread_mutex_destroy(&bg->mu);
+  free(bg);
+  ep->bg = NULL;
+}
+
+REDCOLL_API int redcoll_comm_set_progress_thread(redcoll_comm *c, int on) {
+  if (c == NULL) return REDCOLL_EINVAL;
+  redcoll__endpoint *ep = c->ep;
+  if (!on) {
+    redcoll__nb_ep_stop(ep);
+    return REDCOLL_OK;
+  }
+  if (!has_post(c) || !(ep->caps & REDCOLL_TRANSPORT_CAP_THREADS)) return REDCOLL_ENOTSUP;
+  if (ep->bg != NULL) return REDCOLL_OK;
+  redcoll__bg *bg = calloc(1, sizeof *bg);
+  if (bg == NULL) return REDCOLL_ENOMEM;
+  if (pthread_mutex_init(&bg->mu, NULL) != 0 || pthread_cond_init(&bg->cv, NULL) != 0) {
+    free(bg);
+    return REDCOLL_ENOMEM;
+  }
+  __atomic_store_n(&ep->bg, bg, __ATOMIC_RELEASE);
+  if (pthread_create(&bg->thread, NULL, bg_main, ep) != 0) {
+    ep->bg = NULL;
+    pthread_cond_destroy(&bg->cv);
+    pthread_mutex_destroy(&bg->mu);
+    free(bg);
+    return REDCOLL_ENOMEM;
+  }
+  return REDCOLL_OK;
+}
+
 int redcoll__nb_finished(redcoll_comm *c, int status, redcoll_request **req) {
   redcoll__nb *nb = nb_of(c);
   redcoll_request *r = calloc(1, sizeof *r);
@@ -197,6 +285,7 @@ int redcoll__nb_start(const redcoll__call *call, int (*run)(redcoll__call *call)
   r->comm = c;
   r->call = *call;
   r->run = run;
+  bg_wake(c->ep);
   pthread_mutex_lock(&nb->mu);
   int first = nb->head == NULL;
   if (first) nb->head = r;
@@ -208,6 +297,7 @@ int redcoll__nb_start(const redcoll__call *call, int (*run)(redcoll__call *call)
   int rc = start_head(c, nb);
   if (rc != REDCOLL_OK) {
     pop_head(nb);
+    __atomic_sub_fetch(&c->ep->outstanding, 1, __ATOMIC_ACQ_REL);
     *req = NULL;
     free(r);
     return rc;
@@ -222,8 +312,8 @@ int redcoll__nb_start(const redcoll__call *call, int (*run)(redcoll__call *call)
  * for that one. */
 #define NB_SLICE_NS 5000000u
 
-static uint64_t transport_now(const redcoll_comm *c) {
-  if (c->ops->now != NULL) return c->ops->now(c->impl);
+static uint64_t transport_now(const redcoll__endpoint *ep) {
+  if (ep->ops->now != NULL) return ep->ops->now(ep->impl);
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
@@ -231,12 +321,15 @@ static uint64_t transport_now(const redcoll_comm *c) {
 
 /* One pass of the transport's progress: waits at most until until_ns
  * (UINT64_MAX: a slice, on a transport with threads). */
-static int progress(redcoll_comm *c, uint64_t until_ns) {
-  if (!has_post(c)) return REDCOLL_OK;
-  if (until_ns == UINT64_MAX && (c->ep->caps & REDCOLL_TRANSPORT_CAP_THREADS))
-    until_ns = transport_now(c) + NB_SLICE_NS;
-  return c->ops->progress(c->impl, until_ns);
+static int progress_ep(redcoll__endpoint *ep, uint64_t until_ns) {
+  const redcoll_transport_ops *o = ep->ops;
+  if (o->version < 4 || o->post == NULL || o->progress == NULL) return REDCOLL_OK;
+  if (until_ns == UINT64_MAX && (ep->caps & REDCOLL_TRANSPORT_CAP_THREADS))
+    until_ns = transport_now(ep) + NB_SLICE_NS;
+  return o->progress(ep->impl, until_ns);
 }
+
+static int progress(redcoll_comm *c, uint64_t until_ns) { return progress_ep(c->ep, until_ns); }
 
 static int is_done(const redcoll_request *r) { return __atomic_load_n(&r->done, __ATOMIC_ACQUIRE); }
 
@@ -355,6 +448,8 @@ void redcoll__nb_free(redcoll_comm *c) {
     redcoll__fail(c, REDCOLL_EABORTED);
     redcoll__nb_drain(c);
   }
+  /* A progress thread may still be leaving drive after the last request. */
+  while (__atomic_load_n(&nb->driving, __ATOMIC_ACQUIRE) != 0) sched_yield();
   if (nb->fiber_ready) redcoll__fiber_free(&nb->fiber);
   pthread_mutex_destroy(&nb->mu);
   free(nb);

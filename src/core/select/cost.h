@@ -103,4 +103,13 @@ int redcoll__rpc_resolve(redcoll_comm *c);
  * default).  REDCOLL_EINVAL if an environment variable is malformed. */
 int redcoll__cost_resolve(redcoll_comm *c);
 
+/* Self-calibration (calibrate.c).  Due: 1 if the communicator should
+ * measure its model before this collective (the first that lets AUTO
+ * choose, nothing set by the program or the environment, the transport's
+ * model not exact); asked once. */
+int redcoll__calibration_due(redcoll_comm *c);
+/* Measures alpha, beta and gamma on every rank and agrees on the largest
+ * (a collective of its own): the communicator's model from then on. */
+int redcoll__calibrate(redcoll_comm *c);
+
 #endif /* REDCOLL_COST_H */

@@ -118,7 +118,7 @@ static uint64_t mock_now(void *impl) {
 static int mock_info(void *impl, redcoll_transport_info *info) {
   const mock_rank *r = impl;
   strcpy(info->name, "mock");
-  info->caps = REDCOLL_TRANSPORT_CAP_CHANNELS;
+  info->caps = REDCOLL_TRANSPORT_CAP_CHANNELS | REDCOLL_TRANSPORT_CAP_MODEL_EXACT;
   info->alpha = r->run->cfg.alpha;
   info->beta = r->run->cfg.beta;
   info->gamma = r->run->cfg.gamma;

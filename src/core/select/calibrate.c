@@ -1,0 +1,173 @@
+/*
+ * Self-calibration: the cost model AUTO chooses by, measured on the
+ * communicator itself, so that AUTO is right on a network it has never
+ * seen without a tuning file.
+ *
+ * What runs (a collective of its own, with its own tag, on every rank):
+ *   - CAL_SMALL_REPS exchanges of CAL_SMALL bytes around the ring (send to
+ *     rank + 1, receive from rank - 1, both at once), each timed on the
+ *     transport's clock; then CAL_LARGE_REPS of CAL_LARGE bytes;
+ *   - CAL_GAMMA_REPS local reductions of CAL_LARGE bytes of float32 sums;
+ *   - t_s, t_l, t_g: the fastest of each (noise only ever adds time);
+ *     beta = (t_l - t_s) / (CAL_LARGE - CAL_SMALL), alpha = t_s - CAL_SMALL
+ *     * beta, gamma = t_g / CAL_LARGE;
+ *   - the maximum of the three over the ranks (a dissemination of 24 bytes,
+ *     ceil(log2 p) rounds), so that every rank holds the same model (the
+ *     slowest link and CPU rule the critical path) and AUTO decides alike
+ *     everywhere.
+ * Cost: 8 + 4 ring exchanges, 3 reductions of 256 KiB and ceil(log2 p)
+ * small exchanges: about 1 ms over loopback TCP, 2 ms on a 1 Gbit/s
+ * network.
+ *
+ * Example: under the simulator with alpha = 2 us, beta = 1 ns/B, an 8-byte
+ * exchange takes 2.008 us and a 256 KiB one 264.144 us: beta = 262136 ns /
+ * 262136 B = 1 ns/B and alpha = 2.008 - 0.008 = 2 us, exactly the
+ * simulator's.
+ *
+ * When: at the first collective that lets AUTO choose, unless the model was
+ * set (redcoll_comm_set_cost_model, a tuning file, REDCOLL_COST_MODEL), the
+ * transport declares its model exact (REDCOLL_TRANSPORT_CAP_MODEL_EXACT:
+ * the simulator), or REDCOLL_CALIBRATE=0 / redcoll_comm_set_calibration
+ * turned it off; or whenever redcoll_comm_calibrate is called.
+ */
+#include <stdlib.h>
+#include <time.h>
+
+#include "env.h"
+#include "select/cost.h"
+
+#define CAL_SMALL 8
+#define CAL_LARGE ((size_t)256 << 10)
+#define CAL_SMALL_REPS 8
+#define CAL_LARGE_REPS 4
+#define CAL_GAMMA_REPS 3
+
+static uint64_t clock_ns(const redcoll_comm *c) {
+  if (c->ops->version >= 3 && c->ops->now != NULL) return c->ops->now(c->impl);
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The fastest of reps ring exchanges of len bytes, in seconds. */
+static int ring_time(redcoll_comm *c, unsigned char *s, unsigned char *r, size_t len, int reps,
+                     double *best) {
+  int p = c->size, next = (c->rank + 1) % p, prev = (c->rank + p - 1) % p;
+  *best = -1;
+  for (int i = 0; i < reps; i++) {
+    uint64_t t0 = clock_ns(c);
+    int rc = redcoll__sendrecv(c, next, s, len, prev, r, len);
+    if (rc != REDCOLL_OK) return rc;
+    double t = (double)(clock_ns(c) - t0) * 1e-9;
+    if (*best < 0 || t < *best) *best = t;
+  }
+  return REDCOLL_OK;
+}
+
+/* The fastest of CAL_GAMMA_REPS reductions of CAL_LARGE bytes, seconds. */
+static double reduce_time(redcoll_comm *c, float *a, const float *b) {
+  double best = -1;
+  size_t n = CAL_LARGE / sizeof(float);
+  for (int i = 0; i < CAL_GAMMA_REPS; i++) {
+    uint64_t t0 = clock_ns(c);
+    redcoll__kernel_apply(REDCOLL_FLOAT32, REDCOLL_SUM, a, a, b, n);
+    if (c->ops->charge != NULL) c->ops->charge(c->impl, CAL_LARGE);
+    double t = (double)(clock_ns(c) - t0) * 1e-9;
+    if (best < 0 || t < best) best = t;
+  }
+  return best;
+}
+
+/* The measurements of this rank: alpha, beta, gamma (seconds). */
+static int measure(redcoll_comm *c, double m[3]) {
+  unsigned char *buf = calloc(3, CAL_LARGE);
+  if (buf == NULL) return REDCOLL_ENOMEM;
+  unsigned char *s = buf, *r = buf + CAL_LARGE;
+  double ts, tl;
+  int rc = ring_time(c, s, r, CAL_SMALL, CAL_SMALL_REPS, &ts);
+  if (rc == REDCOLL_OK) rc = ring_time(c, s, r, CAL_LARGE, CAL_LARGE_REPS, &tl);
+  if (rc == REDCOLL_OK) {
+    double beta = (tl - ts) / (double)(CAL_LARGE - CAL_SMALL);
+    if (beta < 0) beta = 0;
+    double alpha = ts - CAL_SMALL * beta;
+    m[0] = alpha > 0 ? alpha : 0;
+    m[1] = beta;
+    m[2] = reduce_time(c, (float *)(buf + 2 * CAL_LARGE), (const float *)s) / (double)CAL_LARGE;
+  }
+  free(buf);
+  return rc;
+}
+
+/* Every rank gets the elementwise maximum of all ranks' v[3]: a
+ * dissemination, ceil(log2 p) rounds of 24 bytes (the maximum is
+ * idempotent, so a value met twice does no harm), with the calibration's
+ * tag. */
+static int agree_max(redcoll_comm *c, double v[3]) {
+  int p = c->size;
+  for (int d = 1; d < p; d *= 2) {
+    double in[3];
+    int rc = redcoll__sendrecv(c, (c->rank + d) % p, v, sizeof in, (c->rank - d % p + p) % p,
+                               in, sizeof in);
+    if (rc != REDCOLL_OK) return rc;
+    for (int k = 0; k < 3; k++)
+      if (in[k] > v[k]) v[k] = in[k];
+  }
+  return REDCOLL_OK;
+}
+
+int redcoll__calibrate(redcoll_comm *c) {
+  c->cal_state = 2; /* done or under way */
+  int rc = redcoll__cost_resolve(c);
+  (void)rc; /* a malformed variable is logged; calibration replaces defaults anyway */
+  if (c->size == 1) return REDCOLL_OK;
+  c->tag = redcoll__make_tag(c->seq++, REDCOLL_COLL_BARRIER, CAL_LARGE, REDCOLL_UINT8, NULL,
+                             c->size);
+  redcoll__comm_start_deadline(c);
+  c->cur = NULL;
+  double agreed[3];
+  rc = measure(c, agreed);
+  /* Every rank the same model: the slowest rank's numbers. */
+  if (rc == REDCOLL_OK) rc = agree_max(c, agreed);
+  if (rc != REDCOLL_OK) return redcoll__fail(c, rc);
+  if (c->cost_state != 2) {
+    c->cost_alpha = agreed[0];
+    c->cost_beta = agreed[1];
+    c->cost_gamma = agreed[2];
+  }
+  redcoll__log(2, "rank %d: calibrated cost model: alpha %.3g s, beta %.3g s/B, gamma %.3g s/B",
+               c->rank, agreed[0], agreed[1], agreed[2]);
+  return REDCOLL_OK;
+}
+
+int redcoll__calibration_due(redcoll_comm *c) {
+  if (c->cal_state != 0) return 0;
+  c->cal_state = 1; /* decided: not due again unless re-enabled */
+  if (c->cost_state == 2) return 0;
+  if (c->ops->version >= 3 && (c->info.caps & REDCOLL_TRANSPORT_CAP_MODEL_EXACT)) return 0;
+  uint64_t on = 1;
+  int env = redcoll__env_u64("REDCOLL_CALIBRATE", 1, &on);
+  if (env == REDCOLL_EINVAL) redcoll__log(0, "REDCOLL_CALIBRATE wants 0 or 1; calibrating");
+  if (env == REDCOLL_OK && on == 0) return 0;
+  /* A model from the environment or a tuning file wins. */
+  if (redcoll__env("REDCOLL_COST_MODEL") != NULL || redcoll__env("REDCOLL_TUNING_FILE") != NULL)
+    return 0;
+  c->cal_state = 0;
+  return 1;
+}
+
+REDCOLL_API int redcoll_comm_calibrate(redcoll_comm *c) {
+  if (c == NULL) return REDCOLL_EINVAL;
+  int rc = __atomic_load_n(&c->error, __ATOMIC_ACQUIRE);
+  if (rc != REDCOLL_OK) return rc;
+  redcoll__nb_drain(c);
+  int state = c->cost_state;
+  c->cost_state = state == 2 ? 1 : state; /* measured on request, even over a setting */
+  rc = redcoll__calibrate(c);
+  return rc;
+}
+
+REDCOLL_API int redcoll_comm_set_calibration(redcoll_comm *c, int on) {
+  if (c == NULL) return REDCOLL_EINVAL;
+  c->cal_state = on ? 0 : 3;
+  return REDCOLL_OK;
+}
