@@ -567,12 +567,22 @@ static int rank_killed(redcoll_comm *c, void *arg) {
   int rc = redcoll_barrier(c);
   if (rc != REDCOLL_OK) return rc;
   double t0 = now_s();
-  rc = redcoll_iallreduce(c, big, sum, n, REDCOLL_FLOAT32, REDCOLL_SUM, &reqs[0]);
-  for (int k = 0; k < KILL_N && rc == REDCOLL_OK; k++) {
-    small[k] = k;
-    rc = redcoll_iallreduce(c, &small[k], &ssum[k], 1, REDCOLL_INT64, REDCOLL_SUM, &reqs[k + 1]);
+  /* A survivor that starts after the kill may see the start itself fail
+   * (the first exchange is posted inside the i-form): that request has
+   * failed too. */
+  int errors = 0;
+  if (redcoll_iallreduce(c, big, sum, n, REDCOLL_FLOAT32, REDCOLL_SUM, &reqs[0]) != REDCOLL_OK) {
+    reqs[0] = NULL;
+    errors++;
   }
-  if (rc != REDCOLL_OK) return rc;
+  for (int k = 0; k < KILL_N; k++) {
+    small[k] = k;
+    if (redcoll_iallreduce(c, &small[k], &ssum[k], 1, REDCOLL_INT64, REDCOLL_SUM, &reqs[k + 1]) !=
+        REDCOLL_OK) {
+      reqs[k + 1] = NULL;
+      errors++;
+    }
+  }
   if (me == p - 1) {
     /* Its first exchange is posted (the i-form starts it): two
      * milliseconds into it, far from its end, gone without a word. */
@@ -580,8 +590,7 @@ static int rank_killed(redcoll_comm *c, void *arg) {
     fflush(NULL);
     raise(SIGKILL);
   }
-  int errors = 0;
-  for (int k = 0; k <= KILL_N; k++) errors += redcoll_wait(reqs[k]) != REDCOLL_OK;
+  for (int k = 0; k <= KILL_N; k++) errors += reqs[k] != NULL && redcoll_wait(reqs[k]) != REDCOLL_OK;
   sh->n[me] = errors;
   sh->t[me] = now_s() - t0;
   free(big);
