@@ -70,7 +70,11 @@
  * move on while the program runs it (uv_run): the transport finishes their
  * exchanges after each poll of the loop, and their request callbacks
  * (redcoll_request_set_callback) run from there, between the program's
- * own callbacks.  The transport's handles do not keep the loop alive,
+ * own callbacks.  To keep each turn of the loop short, a connection reads
+ * at most 1 MiB per turn and a send hands at most 1 MiB to the socket at
+ * once (the loop writes the rest as the socket drains); the core's own work
+ * between two exchanges (a reduction of one block) still runs in one
+ * piece.  The transport's handles do not keep the loop alive,
  * except while a nonblocking collective is running: uv_run(UV_RUN_DEFAULT)
  * returns once the program's own handles are done and no collective is in
  * flight.  Rules of this mode:
