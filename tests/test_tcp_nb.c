@@ -372,6 +372,8 @@ static int rank_raw_uv(redcoll_comm *c, void *arg) {
   k.tm.data = &k;
   uv_timer_start(&k.tm, on_tick, 1, 1);
   uv_unref((uv_handle_t *)&k.tm); /* the ring alone keeps the loop alive */
+  /* No threads on the program's loop, so no progress thread. */
+  CHECK_INT(redcoll_comm_set_progress_thread(lc, 1), REDCOLL_ENOTSUP);
   ring g;
   ring_start(&g, lc, 0);
   uv_run(&loop, UV_RUN_DEFAULT);

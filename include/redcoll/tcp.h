@@ -80,7 +80,9 @@
  * flight.  Rules of this mode:
  *   - One thread, the loop's, makes every call on the communicator and on
  *     those made from it (libuv's loops are not thread-safe); the
- *     transport does not offer REDCOLL_TRANSPORT_CAP_THREADS.
+ *     transport does not offer REDCOLL_TRANSPORT_CAP_THREADS, and so no
+ *     progress thread (redcoll_comm_set_progress_thread): the loop is the
+ *     progress.
  *   - Creating the communicator blocks for the bootstrap (the rendezvous,
  *     on its own sockets, not the loop): do it before uv_run, or accept
  *     that the loop stalls meanwhile.
