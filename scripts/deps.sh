@@ -2,8 +2,9 @@
 # Installs what redcoll needs on Debian/Ubuntu, only what is missing:
 # a C compiler, meson, ninja, pkg-config, libuv, libsodium (for REDCOLL_SECRET)
 # (and graphviz with --docs; with --ci what .ci/run needs besides: g++,
-# clang with its sanitizer and fuzzer runtimes, and libzmq for the
-# push transport's ZeroMQ example).
+# clang with its sanitizer and fuzzer runtimes, Open MPI and PMIx for the
+# MPI transport, the interposer and their tests, libzmq for the push
+# transport's ZeroMQ example, iproute2 for the emulated cluster).
 set -euo pipefail
 want=()
 command -v cc >/dev/null 2>&1 || want+=(gcc)
@@ -22,7 +23,12 @@ if [ "${1:-}" = "--ci" ]; then
   command -v g++ >/dev/null 2>&1 || want+=(g++)
   command -v clang >/dev/null 2>&1 || want+=(clang)
   dpkg -s libclang-rt-14-dev >/dev/null 2>&1 || want+=(libclang-rt-14-dev)
+  command -v mpirun >/dev/null 2>&1 || want+=(openmpi-bin)
+  dpkg -s libopenmpi-dev >/dev/null 2>&1 || want+=(libopenmpi-dev)
+  dpkg -s libpmix-dev >/dev/null 2>&1 || want+=(libpmix-dev)
   pkg-config --exists libzmq 2>/dev/null || want+=(libzmq3-dev)
+  # ip and tc for the emulated cluster's self-test (scripts/emucluster.sh)
+  command -v tc >/dev/null 2>&1 || want+=(iproute2)
 fi
 if [ ${#want[@]} -eq 0 ]; then
   exit 0

@@ -20,6 +20,8 @@ HEADERS = [
     ("threads.h", "The threads transport"),
     ("tcp.h", "The TCP transport"),
     ("push.h", "The push transport: the program's own messages"),
+    ("mpi.h", "The MPI transport (built with an MPI; docs/mpi.md)"),
+    ("shm.h", "The shared-memory transport"),
 ]
 
 INTRO = """# API reference

@@ -8,9 +8,11 @@
 # threaded cases of test_tcp_nb (posted exchanges progressed and waited for
 # from several threads at once, and the program's own loop), test_mock with its coroutines and its worlds of the
 # program's threads, test_conformance, and test_soak with a smaller number
-# of collectives and no TCP part).  Exits non-zero if a test fails or
-# ThreadSanitizer reports anything; the reports are kept in
-# $BUILD/tsan-logs/.
+# of collectives and no TCP part), test_shm_queue (the shared-memory
+# transport's queue and futex bell with threads standing in for processes)
+# and test_shm (its processes, each with two threads on two
+# communicators).  Exits non-zero if a test fails or ThreadSanitizer
+# reports anything; the reports are kept in $BUILD/tsan-logs/.
 #
 #   scripts/tsan.sh                      # gcc, else clang, whichever runs TSan here
 #   CC=clang scripts/tsan.sh             # a given compiler
@@ -20,7 +22,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 dir=${BUILD:-build-tsan}
-tests=${TSAN_TESTS:-threads comms tcp_comms push mock conformance soak tcp_nb:raw_threads,threads_nb,raw_uv}
+tests=${TSAN_TESTS:-threads comms tcp_comms push mock conformance soak shm_queue shm tcp_nb:raw_threads,threads_nb,raw_uv}
 soak_iters=${TSAN_SOAK_ITERS:-1000}
 
 # A compiler whose TSan builds and runs a threaded program on this machine

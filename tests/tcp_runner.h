@@ -57,6 +57,11 @@ typedef struct tcp_run_opts {
   const char *secrets[64]; /* rank r's secret (config.secret); NULL: none */
   uint64_t job_ids[64];    /* rank r's config.job_id; 0: none */
   int statuses[64];     /* out: every rank's status (first 64 ranks) */
+  int shm;              /* 0: TCP between all ranks (config.no_shm), the
+                         * transport these tests are about; 1: the ranks of
+                         * a host through shared memory */
+  const char *shm_hosts[64]; /* with shm: rank r's REDCOLL_SHM_HOST_ID (a fake
+                         * host), NULL: the real one */
 } tcp_run_opts;
 
 static double tcp_run__now(void) {
@@ -170,6 +175,9 @@ static int tcp_run__child(int rank, int p, const char *addrs, const tcp_run_opts
   cfg.secret = secret;
   cfg.job_id = job_id;
   cfg.unexpected_max = o->unexpected_max;
+  cfg.no_shm = !o->shm;
+  if (o->shm && rank < 64 && o->shm_hosts[rank] != NULL)
+    setenv("REDCOLL_SHM_HOST_ID", o->shm_hosts[rank], 1);
   redcoll_comm *comm = NULL;
   tcp_run__uv_warm_up();
   int fds_before = tcp_run_fd_count();

@@ -6,7 +6,10 @@
  * p ranks, the size of its large-message case, and whether its sends are
  * eager.  The TCP transport (tcp_run from tcp_runner.h, whose ranks are
  * processes: ranks report their failures through their return status) is
- * in the table when the build defines REDCOLL_TEST_TCP (libuv found).
+ * in the table when the build defines REDCOLL_TEST_TCP (libuv found), the
+ * shared-memory transport (shm_runner.h: forked processes, with
+ * cross-memory attach and with the queue fallback forced) when it defines
+ * REDCOLL_TEST_SHM (Linux).
  *
  * Cases: several messages between pairs arrive in order with their tags and
  * lengths; a tag or length mismatch fails both sides with REDCOLL_EMISMATCH
@@ -30,6 +33,9 @@
 #include "test.h"
 #ifdef REDCOLL_TEST_TCP
 #include "tcp_runner.h"
+#endif
+#ifdef REDCOLL_TEST_SHM
+#include "shm_runner.h"
 #endif
 
 /* ---- the transports --------------------------------------------------------- */
@@ -71,11 +77,35 @@ static int run_tcp(int p, redcoll_rank_main fn, void *arg) {
 }
 #endif
 
+#ifdef REDCOLL_TEST_SHM
+/* Forked processes over a shared segment; large messages by cross-memory
+ * attach where the kernel allows it (run_shm), or forced through the
+ * queues, the fallback (run_shm_queue). */
+static int run_shm_copy(int p, redcoll_rank_main fn, void *arg, int copy) {
+  shm_run_opts o;
+  shm_run_opts_init(&o);
+  o.copy = copy;
+  o.timeout_ms = 30000;
+  o.deadline_s = 60;
+  return shm_run_opts_run(p, fn, arg, &o);
+}
+static int run_shm(int p, redcoll_rank_main fn, void *arg) {
+  return run_shm_copy(p, fn, arg, REDCOLL_SHM_COPY_AUTO);
+}
+static int run_shm_queue(int p, redcoll_rank_main fn, void *arg) {
+  return run_shm_copy(p, fn, arg, REDCOLL_SHM_COPY_QUEUE);
+}
+#endif
+
 static const conf_runner runners[] = {
     {"mock", run_mock, (size_t)4 << 20, 0},
     {"threads", run_threads, (size_t)16 << 20, 0},
 #ifdef REDCOLL_TEST_TCP
     {"tcp", run_tcp, (size_t)12 << 20, 1},
+#endif
+#ifdef REDCOLL_TEST_SHM
+    {"shm", run_shm, (size_t)16 << 20, 1},
+    {"shm_queue", run_shm_queue, (size_t)16 << 20, 1},
 #endif
 };
 

@@ -1,6 +1,6 @@
 /*
  * Soak: thousands of random collectives on the threads transport and a few
- * dozen on TCP, every result checked exactly.
+ * dozen on TCP and on shared memory, every result checked exactly.
  *
  * A run is a sequence of worlds; a world is p ranks that call a random
  * sequence of collectives on the same communicators (this is where tag and
@@ -31,8 +31,10 @@
  * Settings:  argv[1] or REDCOLL_SOAK_SEED: the seed (decimal or 0x...);
  * REDCOLL_SOAK_ITERS: collectives on threads; REDCOLL_SOAK_TCP_ITERS:
  * collectives on TCP (0: none; TCP runs only in builds that define
- * REDCOLL_TEST_TCP, that is, with libuv); REDCOLL_SOAK_WORLD=threads:N
- * or tcp:N: run only that world (as a failure names it), with the same
+ * REDCOLL_TEST_TCP, that is, with libuv); REDCOLL_SOAK_SHM_ITERS:
+ * collectives on the shared-memory transport (processes; Linux builds,
+ * REDCOLL_TEST_SHM); REDCOLL_SOAK_WORLD=threads:N, tcp:N or shm:N: run
+ * only that world (as a failure names it), with the same
  * seed and iteration counts, to reproduce a failure faster;
  * REDCOLL_SOAK_VERBOSE: a line per world.
  */
@@ -50,6 +52,9 @@
 #include "test.h"
 #ifdef REDCOLL_TEST_TCP
 #include "tcp_runner.h"
+#endif
+#ifdef REDCOLL_TEST_SHM
+#include "shm_runner.h"
 #endif
 
 #define DEFAULT_SEED 0x5eed2026u
@@ -533,11 +538,14 @@ static void free_plan(world *w) {
 
 /* The world's size and length come first from its generator, so that the
  * iteration numbers of later worlds do not need the whole plan. */
+/* The kind of a world: 0 threads, 1 TCP, 2 shared memory. */
+static const char *kind_name(int kind) { return kind == 2 ? "shm" : kind ? "tcp" : "threads"; }
+
 static void world_head(world *w, uint64_t seed, int index, int tcp) {
   memset(w, 0, sizeof *w);
   w->index = index;
   w->tcp = tcp;
-  w->seed = mix64(seed ^ mix64((uint64_t)index + (tcp ? 0x7c9000000ULL : 0)));
+  w->seed = mix64(seed ^ mix64((uint64_t)index + (uint64_t)tcp * 0x7c9000000ULL));
   rng g = {w->seed};
   if (tcp) {
     w->p = 1 + (int)rnd_below(&g, MAXP_TCP);
@@ -579,7 +587,7 @@ static void describe(char *buf, size_t n, const world *w, const call_plan *cp, i
   snprintf(buf, n,
            "seed 0x%" PRIx64 " iteration %d (%s world %d, call %d of %d): %s algo %s p %d %s "
            "dtype %s op %s root %d in_place %d threshold %zu",
-           g_seed, cp->iter, w->tcp ? "tcp" : "threads", w->index, k, w->ncalls,
+           g_seed, cp->iter, kind_name(w->tcp), w->index, k, w->ncalls,
            redcoll_coll_name(cp->coll), redcoll_algo_name(cp->algo), w->p, cnt,
            redcoll_dtype_name(cp->dt), cp->opk == OPK_NONE ? "none" : op_names[cp->opk], cp->root,
            cp->in_place, cp->threshold);
@@ -918,6 +926,16 @@ static int run_threads_world(world *w) {
   return redcoll_threads_run_config(w->p, &cfg, soak_rank, w, statuses);
 }
 
+#ifdef REDCOLL_TEST_SHM
+static int run_shm_world(world *w) {
+  shm_run_opts o;
+  shm_run_opts_init(&o);
+  o.timeout_ms = 60000;
+  o.deadline_s = 150;
+  return shm_run_opts_run(w->p, soak_rank, w, &o);
+}
+#endif
+
 #ifdef REDCOLL_TEST_TCP
 static int run_tcp_world(world *w) {
   tcp_run_opts o;
@@ -928,7 +946,8 @@ static int run_tcp_world(world *w) {
 }
 #endif
 
-/* Runs worlds until `iters` collectives have been planned; returns the
+/* Runs worlds until `iters` collectives have been planned (tcp: 0 threads,
+ * 1 TCP, 2 shared memory); returns the
  * number of failed worlds. */
 static int soak(int tcp, long iters, int *iter_base, long only_world, int *failed_worlds) {
   long done = 0;
@@ -953,28 +972,30 @@ static int soak(int tcp, long iters, int *iter_base, long only_world, int *faile
     CHECK_MSG(ok, "out of memory planning world %d", wi);
     if (ok) {
       double tw = now_sec();
-      int rc;
+      int rc = REDCOLL_ENOTSUP;
+      if (tcp == 0) rc = run_threads_world(&w);
 #ifdef REDCOLL_TEST_TCP
-      rc = tcp ? run_tcp_world(&w) : run_threads_world(&w);
-#else
-      rc = run_threads_world(&w);
+      if (tcp == 1) rc = run_tcp_world(&w);
+#endif
+#ifdef REDCOLL_TEST_SHM
+      if (tcp == 2) rc = run_shm_world(&w);
 #endif
       nworlds++;
       if (getenv("REDCOLL_SOAK_VERBOSE") != NULL)
-        printf("%s world %d: p %d, iterations %d..%d, %.2f s\n", tcp ? "tcp" : "threads", wi, w.p,
+        printf("%s world %d: p %d, iterations %d..%d, %.2f s\n", kind_name(tcp), wi, w.p,
                w.first_iter, w.first_iter + w.ncalls - 1, now_sec() - tw);
       CHECK_MSG(rc == REDCOLL_OK && !atomic_load(&sh->failed),
                 "seed 0x%" PRIx64 ": %s world %d (p %d, iterations %d..%d) returned %s; rerun "
                 "with REDCOLL_SOAK_SEED=0x%" PRIx64 " REDCOLL_SOAK_WORLD=%s:%d",
-                g_seed, tcp ? "tcp" : "threads", wi, w.p, w.first_iter,
+                g_seed, kind_name(tcp), wi, w.p, w.first_iter,
                 w.first_iter + w.ncalls - 1, redcoll_status_name(rc), g_seed,
-                tcp ? "tcp" : "threads", wi);
+                kind_name(tcp), wi);
       if (rc != REDCOLL_OK || atomic_load(&sh->failed)) ++*failed_worlds;
     }
     free_plan(&w);
   }
   munmap(sh, sizeof *sh);
-  printf("%s: %ld collectives in %d worlds, %.2f s\n", tcp ? "tcp" : "threads", done, nworlds,
+  printf("%s: %ld collectives in %d worlds, %.2f s\n", kind_name(tcp), done, nworlds,
          now_sec() - t0);
   return nworlds;
 }
@@ -993,27 +1014,34 @@ int main(int argc, char **argv) {
   }
   long iters = env_long("REDCOLL_SOAK_ITERS", DEFAULT_ITERS);
   long tcp_iters = env_long("REDCOLL_SOAK_TCP_ITERS", DEFAULT_TCP_ITERS);
-  /* REDCOLL_SOAK_WORLD=threads:N or tcp:N runs that world alone. */
-  long only_threads = -1, only_tcp = -1;
+  long shm_iters = env_long("REDCOLL_SOAK_SHM_ITERS", DEFAULT_TCP_ITERS);
+  /* REDCOLL_SOAK_WORLD=threads:N, tcp:N or shm:N runs that world alone. */
+  long only_threads = -1, only_tcp = -1, only_shm = -1;
   const char *ow = getenv("REDCOLL_SOAK_WORLD");
   if (ow != NULL && *ow != '\0') {
     long n;
     char kind[8];
     if (sscanf(ow, "%7[a-z]:%ld", kind, &n) != 2 || n < 0 ||
-        (strcmp(kind, "threads") != 0 && strcmp(kind, "tcp") != 0)) {
-      fprintf(stderr, "soak: bad REDCOLL_SOAK_WORLD=%s (threads:N or tcp:N)\n", ow);
+        (strcmp(kind, "threads") != 0 && strcmp(kind, "tcp") != 0 && strcmp(kind, "shm") != 0)) {
+      fprintf(stderr, "soak: bad REDCOLL_SOAK_WORLD=%s (threads:N, tcp:N or shm:N)\n", ow);
       return 2;
     }
     only_threads = strcmp(kind, "threads") == 0 ? n : LONG_MAX;
     only_tcp = strcmp(kind, "tcp") == 0 ? n : LONG_MAX;
+    only_shm = strcmp(kind, "shm") == 0 ? n : LONG_MAX;
   }
 #ifndef REDCOLL_TEST_TCP
   if (tcp_iters > 0)
     printf("soak: TCP part skipped (built without REDCOLL_TEST_TCP)\n");
   tcp_iters = 0;
 #endif
-  printf("soak: seed 0x%" PRIx64 " (REDCOLL_SOAK_SEED), %ld collectives on threads, %ld on tcp\n",
-         g_seed, iters, tcp_iters);
+#ifndef REDCOLL_TEST_SHM
+  if (shm_iters > 0)
+    printf("soak: shared-memory part skipped (built without REDCOLL_TEST_SHM)\n");
+  shm_iters = 0;
+#endif
+  printf("soak: seed 0x%" PRIx64 " (REDCOLL_SOAK_SEED), %ld collectives on threads, %ld on tcp, "
+         "%ld on shm\n", g_seed, iters, tcp_iters, shm_iters);
   fflush(stdout);
 
   CHECK_INT(redcoll_op_create(mat_fn, 16, 0, &op_ctx_magic, &op_mat), REDCOLL_OK);
@@ -1029,6 +1057,7 @@ int main(int argc, char **argv) {
   int iter_base = 0, failed_worlds = 0;
   soak(0, iters, &iter_base, only_threads, &failed_worlds);
   if (tcp_iters > 0) soak(1, tcp_iters, &iter_base, only_tcp, &failed_worlds);
+  if (shm_iters > 0) soak(2, shm_iters, &iter_base, only_shm, &failed_worlds);
   CHECK_MSG(!atomic_load(&op_bad_ctx), "a user operator was called with another ctx");
 
   /* What the run covered: calls per collective and forced algorithm. */

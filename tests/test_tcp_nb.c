@@ -23,6 +23,10 @@
 
 static double now_s(void) { return tcp_run__now(); }
 
+/* The TCP transport itself, not the shared-memory path it takes between
+ * ranks of one host by default (which has no posted exchanges). */
+__attribute__((constructor)) static void tcp_only(void) { setenv("REDCOLL_SHM", "0", 1); }
+
 /* What the ranks report to the parent. */
 typedef struct shared {
   int st[16];

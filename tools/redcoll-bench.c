@@ -1,7 +1,7 @@
 /*
  * redcoll-bench: times a collective on a real transport.
  *
- *   redcoll-bench [--transport threads|tcp] [--np P] [--coll allreduce] [--algo auto|NAME|all]
+ *   redcoll-bench [--transport threads|tcp|shm] [--np P] [--coll allreduce] [--algo auto|NAME|all]
  *                 [--sizes 8:16M] [--factor 8] [--iters 20] [--warmup 3] [--dtype f32]
  *                 [--dup] [--no-header]
  *
@@ -14,6 +14,9 @@
  * launched processes and talk TCP (the default there):
  *
  *   redcoll-run -n 7 --no-prefix redcoll-bench --sizes 8:16M > allreduce.csv
+ *
+ * --transport shm makes the launched processes talk through shared memory
+ * instead (redcoll_shm_comm_create_from_env, Linux).
  *
  * For every size (bytes, from A to B multiplying by --factor) and every
  * algorithm, each rank runs the warm-up iterations and then the timed ones,
@@ -40,13 +43,16 @@
 
 #include <redcoll/redcoll.h>
 #include <redcoll/threads.h>
+#ifdef __linux__
+#include <redcoll/shm.h>
+#endif
 #ifdef REDCOLL_BENCH_TCP
 #include <redcoll/tcp.h>
 #endif
 #include "stats.h"
 
 typedef struct bench_opts {
-  int tcp;
+  int tcp; /* 0 threads, 1 tcp, 2 shm */
   int np;
   redcoll_coll coll;
   int all_algos;
@@ -68,7 +74,7 @@ typedef struct bench_state {
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: redcoll-bench [--transport threads|tcp] [--np P] [--coll COLL]\n"
+          "usage: redcoll-bench [--transport threads|tcp|shm] [--np P] [--coll COLL]\n"
           "                     [--algo auto|NAME|all] [--sizes MIN:MAX] [--factor F]\n"
           "                     [--iters N] [--warmup N] [--dtype f32|f64|f16|bf16|i32|i64] [--dup]\n"
           "                     [--no-header]\n"
@@ -449,6 +455,9 @@ int main(int argc, char **argv) {
     } else if (strcmp(a, "--transport") == 0) {
       if (strcmp(v, "tcp") == 0) o.tcp = 1;
       else if (strcmp(v, "threads") == 0) o.tcp = 0;
+#ifdef __linux__
+      else if (strcmp(v, "shm") == 0) o.tcp = 2;
+#endif
       else bad = 1;
     } else if (strcmp(a, "--np") == 0 || strcmp(a, "-n") == 0) {
       bad = parse_int(v, 1, 4096, &o.np) != 0;
@@ -511,6 +520,19 @@ int main(int argc, char **argv) {
   }
   bench_state st = {&o, 0};
   int rc;
+#ifdef __linux__
+  if (o.tcp == 2) {
+    redcoll_comm *c = NULL;
+    rc = redcoll_shm_comm_create_from_env(&c);
+    if (rc != REDCOLL_OK) {
+      fprintf(stderr, "redcoll-bench: cannot join the shared-memory job (%s); start it with "
+                      "redcoll-run -n P redcoll-bench --transport shm ...\n", redcoll_strerror(rc));
+      return 2;
+    }
+    rc = rank_main(c, &st);
+    redcoll_comm_destroy(c);
+  } else
+#endif
   if (o.tcp) {
 #ifndef REDCOLL_BENCH_TCP
     (void)np_given;

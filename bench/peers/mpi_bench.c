@@ -1,11 +1,12 @@
 /*
- * mpi_bench: MPI_Allreduce / MPI_Reduce / MPI_Scan timed the way redcoll-bench times
+ * mpi_bench: MPI_Allreduce / MPI_Reduce / MPI_Scan / MPI_Allgather / MPI_Bcast timed the way redcoll-bench times
  * redcoll, for the side-by-side comparison of bench/peers/run.py.
  *
- *   mpirun -n P mpi_bench [--coll allreduce|reduce|scan] [--sizes MIN:MAX] [--factor F]
+ *   mpirun -n P mpi_bench [--coll allreduce|reduce|scan|allgather|bcast] [--sizes MIN:MAX] [--factor F]
  *                         [--iters N] [--warmup N] [--impl NAME] [--no-header]
  *
- * float32 SUM, out of place (sendbuf -> recvbuf), root 0 for reduce.  For
+ * float32 SUM, out of place (sendbuf -> recvbuf), root 0 for reduce and
+ * bcast; allgather's bytes are the whole gathered vector (p blocks).  For
  * every size each rank runs the warm-up and timed iterations, each preceded
  * by MPI_Barrier; an iteration's time is the slowest rank's (MAX over ranks
  * of the per-iteration times, as redcoll-bench does).  The first call's
@@ -15,7 +16,8 @@
  *   impl,coll,p,bytes,median_us,p99_us,algbw_GBps,busbw_GBps,algo
  *
  * with bytes the size of the whole vector, algbw = bytes / median and busbw
- * = algbw x 2(p-1)/p for allreduce, x 1 for reduce (nccl-tests' factors).
+ * = algbw x 2(p-1)/p for allreduce, x (p-1)/p for allgather, x 1 for
+ * reduce and bcast (nccl-tests' factors).
  * impl defaults to "ompi"; run.py names it after the BTL it forced.
  *
  * Built by run.py with mpicc; not part of the Meson build.
@@ -28,7 +30,7 @@
 #include <string.h>
 
 typedef struct {
-  int reduce; /* 0 allreduce, 1 reduce, 2 scan (inclusive, MPI_Scan) */
+  int reduce; /* 0 allreduce, 1 reduce, 2 scan (inclusive, MPI_Scan), 3 allgather, 4 bcast */
   size_t min_bytes, max_bytes, factor;
   int iters, warmup, header;
   const char *impl;
@@ -62,6 +64,8 @@ static int parse_opts(int argc, char **argv, opts *o) {
       if (strcmp(v, "allreduce") == 0) o->reduce = 0;
       else if (strcmp(v, "reduce") == 0) o->reduce = 1;
       else if (strcmp(v, "scan") == 0) o->reduce = 2;
+      else if (strcmp(v, "allgather") == 0) o->reduce = 3;
+      else if (strcmp(v, "bcast") == 0) o->reduce = 4;
       else return -1;
     } else if (strcmp(a, "--sizes") == 0) {
       char buf[64];
@@ -109,7 +113,7 @@ int main(int argc, char **argv) {
   opts o;
   if (parse_opts(argc, argv, &o) != 0) {
     if (me == 0)
-      fprintf(stderr, "usage: mpi_bench [--coll allreduce|reduce|scan] [--sizes MIN:MAX] [--factor F]\n"
+      fprintf(stderr, "usage: mpi_bench [--coll allreduce|reduce|scan|allgather|bcast] [--sizes MIN:MAX] [--factor F]\n"
                       "                 [--iters N] [--warmup N] [--impl NAME] [--no-header]\n");
     MPI_Finalize();
     return 2;
@@ -126,14 +130,19 @@ int main(int argc, char **argv) {
   if (me == 0 && o.header) printf("impl,coll,p,bytes,median_us,p99_us,algbw_GBps,busbw_GBps,algo\n");
   int status = 0;
   for (size_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= o.factor) {
-    int count = (int)(bytes / sizeof(float));
+    int count = (int)(bytes / sizeof(float)), blk = count / p;
     for (int i = 0; i < count; i++) send[i] = (float)(me + 1 + i % 13);
     memset(recv, 0, (size_t)count * sizeof *recv);
     int n = o.warmup + o.iters;
     for (int it = 0; it < n; it++) {
       MPI_Barrier(MPI_COMM_WORLD);
       double t0 = MPI_Wtime();
-      if (o.reduce == 2)
+      if (o.reduce == 4 && me == 0) memcpy(recv, send, (size_t)count * sizeof *recv);
+      if (o.reduce == 4)
+        MPI_Bcast(recv, count, MPI_FLOAT, 0, MPI_COMM_WORLD);
+      else if (o.reduce == 3)
+        MPI_Allgather(send, blk, MPI_FLOAT, recv, blk, MPI_FLOAT, MPI_COMM_WORLD);
+      else if (o.reduce == 2)
         MPI_Scan(send, recv, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
       else if (o.reduce)
         MPI_Reduce(send, recv, count, MPI_FLOAT, MPI_SUM, 0, MPI_COMM_WORLD);
@@ -143,7 +152,11 @@ int main(int argc, char **argv) {
       if (it == 0) {
         long bad = 0, anybad = 0;
         long q = o.reduce == 2 ? me + 1 : p; /* the ranks summed here */
-        if (o.reduce != 1 || me == 0)
+        if (o.reduce == 4)
+          for (int i = 0; i < count; i++) bad += recv[i] != (float)(1 + i % 13);
+        else if (o.reduce == 3)
+          for (int i = 0; i < blk * p; i++) bad += recv[i] != (float)(i / blk + 1 + (i % blk) % 13);
+        else if (o.reduce != 1 || me == 0)
           for (int i = 0; i < count; i++)
             bad += recv[i] != (float)(q * (q + 1) / 2 + q * (i % 13));
         MPI_Allreduce(&bad, &anybad, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
@@ -160,9 +173,10 @@ int main(int argc, char **argv) {
       qsort(all, (size_t)o.iters, sizeof *all, cmp_double);
       double med = o.iters % 2 ? all[o.iters / 2] : (all[o.iters / 2 - 1] + all[o.iters / 2]) / 2;
       double algbw = med > 0 ? (double)bytes / med * 1e-9 : 0;
-      static const char *const names[] = {"allreduce", "reduce", "scan"};
-      static const char *const calls[] = {"MPI_Allreduce", "MPI_Reduce", "MPI_Scan"};
-      double bus = o.reduce ? 1.0 : 2.0 * (p - 1) / p;
+      static const char *const names[] = {"allreduce", "reduce", "scan", "allgather", "bcast"};
+      static const char *const calls[] = {"MPI_Allreduce", "MPI_Reduce", "MPI_Scan",
+                                          "MPI_Allgather", "MPI_Bcast"};
+      double bus = o.reduce == 0 ? 2.0 * (p - 1) / p : o.reduce == 3 ? (double)(p - 1) / p : 1.0;
       printf("%s,%s,%d,%zu,%.2f,%.2f,%.4f,%.4f,%s\n", o.impl, names[o.reduce], p, bytes, med * 1e6,
              quantile(all, o.iters, 0.99) * 1e6, algbw, algbw * bus, calls[o.reduce]);
       fflush(stdout);

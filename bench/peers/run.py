@@ -8,8 +8,12 @@
                        [--from-raw CSV]
 
 Implementations (the impl column):
-  redcoll-tcp      tools/redcoll-bench under tools/redcoll-run (processes, TCP on loopback)
+  redcoll-tcp      tools/redcoll-bench under tools/redcoll-run (processes, TCP on loopback,
+                   REDCOLL_SHM=0)
   redcoll-threads  tools/redcoll-bench --transport threads (ranks as threads, single copy)
+  redcoll-shm      tools/redcoll-bench --transport shm under tools/redcoll-run (processes,
+                   shared memory with cross-memory attach; held against ompi-vader and
+                   redcoll-threads)
   ompi-tcp         Open MPI 4.1 (Debian openmpi-bin), mpi_bench.c, --mca btl tcp,self
   ompi-vader       the same over shared memory, --mca btl vader,self
   gloo-ring        Gloo (Debian libgloo-dev) AllreduceRing over its TCP transport
@@ -66,13 +70,14 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 HEADER = ["impl", "coll", "p", "bytes", "median_us", "p99_us", "algbw_GBps", "busbw_GBps", "algo"]
-ALL_IMPLS = ["redcoll-tcp", "redcoll-threads", "ompi-tcp", "ompi-vader", "gloo-ring", "gloo-hd"]
-REDCOLL = ["redcoll-tcp", "redcoll-threads"]
+ALL_IMPLS = ["redcoll-tcp", "redcoll-threads", "redcoll-shm", "ompi-tcp", "ompi-vader", "gloo-ring", "gloo-hd"]
+REDCOLL = ["redcoll-tcp", "redcoll-threads", "redcoll-shm"]
 # The peers each redcoll transport is held against (the criteria):
 # TCP against the TCP peers, threads against MPI over shared memory.
 CLASS_PEERS = {
     "redcoll-tcp": ["ompi-tcp", "gloo-ring", "gloo-hd"],
     "redcoll-threads": ["ompi-vader"],
+    "redcoll-shm": ["ompi-vader", "redcoll-threads"],
 }
 PACKAGES = {
     "mpi": ["openmpi-bin", "libopenmpi-dev"],
@@ -198,10 +203,13 @@ class Runner:
         sw = self.sweep_args(sizes, iters)
         if impl == "redcoll-threads":
             return [self.bench, "--transport", "threads", "--np", str(p), "--coll", coll] + sw, None
-        if impl == "redcoll-tcp":
+        if impl in ("redcoll-tcp", "redcoll-shm"):
             bind = [] if self.a.no_bind else ["--bind"]
-            return [self.run, "-n", str(p)] + bind + ["--", self.bench, "--transport", "tcp",
-                                                      "--coll", coll] + sw, None
+            # redcoll-tcp is TCP between all ranks: without REDCOLL_SHM=0 the
+            # ranks of this host would talk through shared memory.
+            env = ["env", "REDCOLL_SHM=0"] if impl == "redcoll-tcp" else []
+            return env + [self.run, "-n", str(p)] + bind + ["--", self.bench, "--transport",
+                                                            impl[8:], "--coll", coll] + sw, None
         if impl.startswith("ompi-"):
             btl = "tcp,self" if impl == "ompi-tcp" else "vader,self"
             cmd = ["mpirun"]
@@ -338,6 +346,8 @@ def ratios(merged):
             if not peers:
                 continue
             best = min(peers, key=peers.get)
+            if not allpeers:  # only redcoll transports measured this point
+                allpeers = peers
             bestall = min(allpeers, key=allpeers.get)
             row = {"coll": coll, "p": p, "bytes": nbytes, "impl": rc, "us": mine,
                    "best_peer": best, "best_peer_us": peers[best],
@@ -381,8 +391,8 @@ def table_md(merged, rat, coll, impls):
     cols = [i for i in impls if any(k[0] == i for k in t)]
     if not cols:
         return []
-    head = "| p | bytes | " + " | ".join(cols) + " | tcp ratio | threads ratio |"
-    lines = [head, "|---:|---:|" + "---:|" * (len(cols) + 2)]
+    head = "| p | bytes | " + " | ".join(cols) + " | tcp ratio | threads ratio | shm ratio |"
+    lines = [head, "|---:|---:|" + "---:|" * (len(cols) + 3)]
     for p, nbytes in sorted({(k[1], k[2]) for k in t}):
         cells = []
         for i in cols:
@@ -390,8 +400,10 @@ def table_md(merged, rat, coll, impls):
             cells.append("%.0f" % m["median_us"] if m else "-")
         rt = rr.get(("redcoll-tcp", p, nbytes))
         rh = rr.get(("redcoll-threads", p, nbytes))
+        rs = rr.get(("redcoll-shm", p, nbytes))
         cells.append("%.2f" % rt["ratio"] if rt else "-")
         cells.append("%.2f" % rh["ratio"] if rh else "-")
+        cells.append("%.2f" % rs["vs_ompi-vader"] if rs and "vs_ompi-vader" in rs else "-")
         lines.append("| %d | %s | %s |" % (p, human(nbytes), " | ".join(cells)))
     return lines
 

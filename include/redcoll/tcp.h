@@ -82,7 +82,8 @@
  *     those made from it (libuv's loops are not thread-safe); the
  *     transport does not offer REDCOLL_TRANSPORT_CAP_THREADS, and so no
  *     progress thread (redcoll_comm_set_progress_thread): the loop is the
- *     progress.
+ *     progress.  Nor the shared-memory path between ranks of one host
+ *     (no_shm): TCP between every pair.
  *   - Creating the communicator blocks for the bootstrap (the rendezvous,
  *     on its own sockets, not the loop): do it before uv_run, or accept
  *     that the loop stalls meanwhile.
@@ -184,6 +185,13 @@ typedef struct redcoll_tcp_config {
    * only after more than this much on another communicator that the same
    * thread receives later can stall until its timeout. */
   uint64_t unexpected_max;
+  /* Not 0: TCP between every pair of ranks.  0 (the default): on Linux,
+   * ranks that share this host (the same kernel boot id, network namespace
+   * and user) talk through shared memory (redcoll/shm.h), learned by an
+   * exchange of host identities when the communicator is created;
+   * REDCOLL_SHM=0 in the environment turns it off as well.  Every rank of
+   * a job must make the same choice. */
+  int no_shm;
   /* Optional: the program's own libuv loop (a uv_loop_t *; NULL: the
    * transport makes and runs a loop of its own).  With one, every handle
    * of the transport lives on that loop and nonblocking collectives
@@ -202,14 +210,20 @@ REDCOLL_API void redcoll_tcp_config_init(redcoll_tcp_config *cfg);
  *   rank, size: REDCOLL_RANK / REDCOLL_SIZE, else SLURM_PROCID /
  *               SLURM_NTASKS, OMPI_COMM_WORLD_RANK / OMPI_COMM_WORLD_SIZE,
  *               PMI_RANK / PMI_SIZE, torchrun's RANK / WORLD_SIZE (the
- *               first pair that is complete); size at most
- *               REDCOLL_TCP_MAX_SIZE;
+ *               first pair that is complete), else, in a build with PMIx
+ *               under a PMIx server (PMIX_NAMESPACE and PMIX_RANK set),
+ *               from PMIx; size at most REDCOLL_TCP_MAX_SIZE;
  *   hosts:      REDCOLL_HOSTS;     master: REDCOLL_MASTER, else under
  *               torchrun MASTER_ADDR at MASTER_PORT + 1 (PyTorch's own
- *               rendezvous keeps MASTER_PORT);
+ *               rendezvous keeps MASTER_PORT).  With neither, under a
+ *               PMIx server (built with PMIx), every rank's address comes
+ *               from PMIx: each listens on its first interface that is
+ *               not loopback (or as REDCOLL_LISTEN, REDCOLL_IFNAME say)
+ *               and the addresses are traded by put, fence and get;
  *   listen:     REDCOLL_LISTEN (host, host:port or :port);
  *   wait_timeout_ms: REDCOLL_TIMEOUT_MS (0 there: REDCOLL_WAIT_FOREVER);
  *   ifname: REDCOLL_IFNAME;
+ *   no_shm:     1 if REDCOLL_SHM=0;
  *   secret:     REDCOLL_SECRET;
  *   job_id:     a 64-bit digest (FNV-1a) of REDCOLL_JOB_ID, else of the
  *               job of the launcher that gave rank and size (SLURM_JOB_ID
@@ -252,7 +266,9 @@ REDCOLL_API int redcoll_tcp_comm_set_wait_timeout(redcoll_comm *c, uint64_t time
  * timers (a connection retried, the deadline of a posted exchange) are not
  * in the descriptor.  -1: no timer, sleep until it is readable.  It is
  * libuv's uv_backend_timeout of the transport's loop, bounded by the next
- * deadline.  REDCOLL_EINVAL if c is not a TCP communicator. */
+ * deadline.  REDCOLL_EINVAL if c is not a TCP communicator, or takes the
+ * shared-memory path between ranks of one host (no_shm 0), which has no
+ * descriptor (redcoll_comm_fd is -1 there). */
 REDCOLL_API int redcoll_tcp_comm_poll_timeout(redcoll_comm *c, int *ms);
 
 /* The address this rank listens on, as "ip:port" or "[ip6]:port", into buf

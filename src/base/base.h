@@ -42,4 +42,20 @@ uint64_t redcoll__spin_ns(void);
  * NULL: for a transport's own public functions that take a communicator. */
 void *redcoll__comm_transport(const redcoll_comm *c, const redcoll_transport_ops *ops);
 
+/* ---- the shared-memory path of a network transport (shm/host.c) ---------- */
+
+/* For a transport whose ranks may share hosts (TCP): learns which ranks
+ * share this one (an allgather over ops on a channel group of its own),
+ * and if some do, creates in *out a communicator over a transport that
+ * reaches those through shared memory and the others through ops.
+ * Returns REDCOLL__ENV_UNSET when there is no such path (REDCOLL_SHM=0, no
+ * other rank here, one rank): the caller makes its plain communicator;
+ * REDCOLL_OK (the new transport owns impl from then on); or an error
+ * (impl is still the caller's).  Linux only (REDCOLL_HAVE_SHM). */
+int redcoll__shm_host_split(const redcoll_transport_ops *ops, void *impl, int rank, int size,
+                            uint64_t job, uint64_t timeout_ms, redcoll_comm **out);
+/* The impl of ops inside communicator c made by redcoll__shm_host_split,
+ * or NULL. */
+void *redcoll__shm_host_inner(const redcoll_comm *c, const redcoll_transport_ops *ops);
+
 #endif /* REDCOLL_BASE_H */

@@ -8,6 +8,9 @@
 
 #include "base.h"
 #include "config.h"
+#ifdef REDCOLL_HAVE_PMIX
+#include "pmix_boot.h"
+#endif
 #include "env.h"
 #include "redcoll/tcp.h"
 #include "wire.h"
@@ -84,6 +87,13 @@ REDCOLL_API int redcoll_tcp_config_from_env(redcoll_tcp_config *cfg) {
       return REDCOLL_EINVAL;
     }
   }
+#ifdef REDCOLL_HAVE_PMIX
+  /* Started by a PMIx server without a launcher's variables: PMIx knows. */
+  if (cfg->rank < 0 && redcoll__tcp_pmix_present()) {
+    int rc = redcoll__tcp_pmix_rank_size(&cfg->rank, &cfg->size);
+    if (rc != REDCOLL_OK) return rc;
+  }
+#endif
   if (cfg->rank < 0) {
     redcoll__log(0, "tcp: no rank in the environment (REDCOLL_RANK and REDCOLL_SIZE, or a "
                     "launcher's SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMI_RANK, or torchrun's "
@@ -117,6 +127,7 @@ REDCOLL_API int redcoll_tcp_config_from_env(redcoll_tcp_config *cfg) {
   int h = env_int("REDCOLL_TIMEOUT_MS", 0x7fffffffL, &ms);
   if (h < 0) return REDCOLL_EINVAL;
   if (h > 0) cfg->wait_timeout_ms = ms == 0 ? REDCOLL_WAIT_FOREVER : (uint64_t)ms;
+  if ((s = getenv("REDCOLL_SHM")) != NULL && strcmp(s, "0") == 0) cfg->no_shm = 1;
   uint64_t um;
   h = redcoll__env_u64("REDCOLL_UNEXPECTED_MAX", UINT64_MAX, &um);
   if (h < 0) return REDCOLL_EINVAL;

@@ -17,6 +17,9 @@
 #include <unistd.h>
 
 #include "config.h"
+#ifdef REDCOLL_HAVE_PMIX
+#include "pmix_boot.h"
+#endif
 #include "rendezvous.h"
 
 /* ---- listening ----------------------------------------------------------------- */
@@ -626,6 +629,44 @@ static int boot_master(redcoll__tcp *t, const redcoll_tcp_config *cfg) {
   return rc;
 }
 
+#ifdef REDCOLL_HAVE_PMIX
+/* ---- PMIx ---------------------------------------------------------------------- */
+
+/* Listens on a port of the first interface that is not loopback (or
+ * REDCOLL_LISTEN, REDCOLL_IFNAME), then trades addresses through PMIx. */
+static int boot_pmix(redcoll__tcp *t, const redcoll_tcp_config *cfg) {
+  redcoll__tcp_addr route, la;
+  char why[160], mine[64];
+  if (redcoll__tcp_pick_interface("^lo", AF_INET, &route, why, sizeof why) != REDCOLL_OK &&
+      redcoll__tcp_parse_addr("127.0.0.1", 9, 0, &route, NULL) != REDCOLL_OK)
+    return REDCOLL_EINVAL;
+  redcoll__tcp_addr_set_port(&route, 0);
+  int expl, rc = choose_listen(t, cfg, &route, &la, &expl);
+  if (rc == REDCOLL_OK) rc = listen_on(t, &la, !expl);
+  if (rc != REDCOLL_OK) return rc;
+  redcoll__tcp_addr_str(&t->self, mine, sizeof mine);
+  char **all = calloc((size_t)t->size, sizeof *all);
+  if (all == NULL) return REDCOLL_ENOMEM;
+  static uint64_t boots; /* this process's PMIx bootstraps, in the same order on every rank */
+  uint64_t job = 0;
+  rc = redcoll__tcp_pmix_exchange(t->rank, t->size, __atomic_add_fetch(&boots, 1, __ATOMIC_RELAXED),
+                                  mine, all, &job);
+  for (int q = 0; rc == REDCOLL_OK && q < t->size; q++)
+    if (redcoll__tcp_parse_addr(all[q], strlen(all[q]), -1, &t->peers[q].addr, NULL) != REDCOLL_OK) {
+      redcoll__log(0, "tcp rank %d: PMIx gave rank %d the address '%s'", t->rank, q, all[q]);
+      rc = REDCOLL_EPROTO;
+    }
+  for (int q = 0; q < t->size; q++) free(all[q]);
+  free(all);
+  if (rc == REDCOLL_OK) rc = check_loopback(t);
+  if (rc != REDCOLL_OK) return rc;
+  t->job = cfg->job_id != 0 ? cfg->job_id : job;
+  t->number = next_number(t->job, t->rank, t->size);
+  redcoll__log(2, "tcp rank %d of %d listens on %s (addresses from PMIx)", t->rank, t->size, mine);
+  return REDCOLL_OK;
+}
+#endif
+
 int redcoll__tcp_bootstrap(redcoll__tcp *t, const redcoll_tcp_config *cfg) {
   int has_hosts = cfg->hosts != NULL && *cfg->hosts != '\0';
   int has_master = cfg->master != NULL && *cfg->master != '\0';
@@ -635,6 +676,9 @@ int redcoll__tcp_bootstrap(redcoll__tcp *t, const redcoll_tcp_config *cfg) {
   }
   if (has_hosts) return boot_hosts(t, cfg);
   if (t->size == 1) return REDCOLL_OK;
+#ifdef REDCOLL_HAVE_PMIX
+  if (!has_master && redcoll__tcp_pmix_present()) return boot_pmix(t, cfg);
+#endif
   if (!has_master) {
     redcoll__log(0, "tcp rank %d: neither REDCOLL_HOSTS nor REDCOLL_MASTER is set", t->rank);
     return REDCOLL_EINVAL;

@@ -961,6 +961,16 @@ REDCOLL_API int redcoll_tcp_comm_create(const redcoll_tcp_config *cfg, redcoll_c
     if (t->listener_init) uv_unref((uv_handle_t *)&t->listener);
     if ((rc = ext_init(t)) != REDCOLL_OK) goto fail;
   }
+#ifdef REDCOLL_HAVE_SHM
+  /* The ranks of this host through shared memory (src/transport/shm/host.c);
+   * not on the program's loop, whose one thread the shared-memory path's
+   * helper threads would break. */
+  if (!cfg->no_shm && !t->ext) {
+    rc = redcoll__shm_host_split(&tcp_ops, t, cfg->rank, cfg->size, t->job, t->timeout_ms, out);
+    if (rc == REDCOLL_OK) return rc; /* t belongs to the new transport */
+    if (rc != REDCOLL__ENV_UNSET) goto fail;
+  }
+#endif
   rc = redcoll_comm_create(&tcp_ops, t, cfg->rank, cfg->size, out);
   if (rc != REDCOLL_OK) goto fail; /* t is still ours */
   return rc;
@@ -978,8 +988,17 @@ REDCOLL_API int redcoll_tcp_comm_create_from_env(redcoll_comm **out) {
   return redcoll_tcp_comm_create(&cfg, out);
 }
 
-REDCOLL_API int redcoll_tcp_comm_set_wait_timeout(redcoll_comm *c, uint64_t timeout_ms) {
+/* The TCP transport of c, also inside the one with the shared-memory path. */
+static redcoll__tcp *tcp_of(const redcoll_comm *c) {
   redcoll__tcp *t = redcoll__comm_transport(c, &tcp_ops);
+#ifdef REDCOLL_HAVE_SHM
+  if (t == NULL && c != NULL) t = redcoll__shm_host_inner(c, &tcp_ops);
+#endif
+  return t;
+}
+
+REDCOLL_API int redcoll_tcp_comm_set_wait_timeout(redcoll_comm *c, uint64_t timeout_ms) {
+  redcoll__tcp *t = tcp_of(c);
   if (t == NULL) return REDCOLL_EINVAL;
   pthread_mutex_lock(&t->mu);
   t->timeout_ms = timeout_ms ? timeout_ms : REDCOLL_TCP_DEFAULT_WAIT_TIMEOUT_MS;
@@ -1008,7 +1027,7 @@ REDCOLL_API int redcoll_tcp_comm_poll_timeout(redcoll_comm *c, int *ms) {
 }
 
 REDCOLL_API int redcoll_tcp_comm_address(const redcoll_comm *c, char *buf, size_t len) {
-  const redcoll__tcp *t = redcoll__comm_transport(c, &tcp_ops);
+  const redcoll__tcp *t = tcp_of(c);
   if (t == NULL || buf == NULL || len == 0) return REDCOLL_EINVAL;
   redcoll__tcp_addr_str(&t->self, buf, len);
   return REDCOLL_OK;

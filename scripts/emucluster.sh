@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# An emulated cluster on this machine: H "hosts", each a network namespace
+# with one veth into a bridge, its link shaped with tbf (both directions:
+# the host's egress on its own end, its ingress on the bridge's end) well
+# below what the CPUs can feed, so that the network, not the CPU, is the
+# bottleneck, as on a real cluster.  Needs root (ip netns, tc) and says so.
+#
+#   scripts/emucluster.sh up H [RATE]        # RATE in Mbit/s, default 250
+#   scripts/emucluster.sh run H -- PROG ARGS # one rank per host, redcoll's
+#                                            # TCP environment set; rank 0's
+#                                            # output, the others' on failure
+#   scripts/emucluster.sh mpirun H -- PROG ARGS
+#                                            # Open MPI, one rank per host,
+#                                            # through an rsh agent that
+#                                            # enters the namespace
+#   scripts/emucluster.sh down [H]           # removes everything it made
+#   scripts/emucluster.sh selftest           # up 3 at 100 Mbit/s, a 1 MiB
+#                                            # allreduce (redcoll-bench), an
+#                                            # mpirun across the namespaces,
+#                                            # down
+#
+# Host i (0-based) is namespace rcemu<i> at 10.77.0.<i+1>/24; the bridge
+# rcemu-br holds 10.77.0.254 for the launcher (mpirun's daemons call back
+# there).  `run` and `mpirun` take the cluster down on exit when they
+# brought it up (EMU_KEEP=1 keeps it); a trap takes it down on any exit
+# of `up ... && run`, so a failed job leaves no namespace behind.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PREFIX=rcemu
+BR=rcemu-br
+NET=10.77.0
+
+need_root() {
+  if [ "$(id -u)" != 0 ]; then
+    echo "emucluster: needs root (ip netns, tc); run it with sudo" >&2
+    exit 2
+  fi
+  command -v ip > /dev/null && command -v tc > /dev/null ||
+    { echo "emucluster: needs iproute2 (ip, tc): apt-get install iproute2" >&2; exit 2; }
+}
+
+host_ip() { echo "$NET.$(($1 + 1))"; }
+
+down() {
+  local n
+  for n in $(ip netns list 2>/dev/null | awk '{print $1}' | grep "^$PREFIX[0-9]" || true); do
+    ip netns del "$n" 2>/dev/null || true
+  done
+  ip link del "$BR" 2>/dev/null || true
+  for n in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1 | grep "^${PREFIX}v" || true); do
+    ip link del "$n" 2>/dev/null || true
+  done
+}
+
+up() {
+  local h=$1 rate=${2:-250} i ns
+  down
+  ip link add "$BR" type bridge
+  ip addr add "$NET.254/24" dev "$BR"
+  ip link set "$BR" up
+  for ((i = 0; i < h; i++)); do
+    ns=$PREFIX$i
+    ip netns add "$ns"
+    ip link add "${PREFIX}v$i" type veth peer name eth0 netns "$ns"
+    ip link set "${PREFIX}v$i" master "$BR" up
+    ip -n "$ns" addr add "$(host_ip "$i")/24" dev eth0
+    ip -n "$ns" link set eth0 up
+    ip -n "$ns" link set lo up
+    # tbf: the rate, a burst of a few packets, a queue of ~20 ms at the rate.
+    local burst=$((rate * 1000 / 8 / 100 > 16384 ? rate * 1000 / 8 / 100 : 16384))
+    local limit=$((rate * 1000000 / 8 / 50 > 65536 ? rate * 1000000 / 8 / 50 : 65536))
+    tc -n "$ns" qdisc add dev eth0 root tbf rate "${rate}mbit" burst "$burst" limit "$limit"
+    tc qdisc add dev "${PREFIX}v$i" root tbf rate "${rate}mbit" burst "$burst" limit "$limit"
+  done
+  echo "emucluster: $h hosts at ${rate} Mbit/s: $(host_ip 0) .. $(host_ip $((h - 1)))"
+}
+
+# One rank per host with redcoll's TCP environment: a host list.
+run() {
+  local h=$1 i pids=() hosts="" port=29600 rc=0 logdir
+  shift
+  [ "${1:-}" = "--" ] && shift
+  for ((i = 0; i < h; i++)); do hosts+="${hosts:+,}$(host_ip "$i"):$port"; done
+  logdir=$(mktemp -d)
+  for ((i = 0; i < h; i++)); do
+    ip netns exec "$PREFIX$i" env REDCOLL_RANK="$i" REDCOLL_SIZE="$h" REDCOLL_HOSTS="$hosts" \
+      REDCOLL_JOB_ID="emu$$" "$@" > "$logdir/$i.out" 2> "$logdir/$i.err" &
+    pids+=($!)
+  done
+  for ((i = 0; i < h; i++)); do wait "${pids[$i]}" || rc=$?; done
+  cat "$logdir/0.out"
+  if [ "$rc" != 0 ]; then
+    for ((i = 0; i < h; i++)); do sed "s/^/[$i] /" "$logdir/$i.err" >&2; done
+  fi
+  rm -rf "$logdir"
+  return "$rc"
+}
+
+# Open MPI, one rank per host: mpirun in the root namespace, its daemons
+# started in each namespace by the rsh agent below.
+mpirun_emu() {
+  local h=$1 i hosts="" agent
+  shift
+  [ "${1:-}" = "--" ] && shift
+  for ((i = 0; i < h; i++)); do hosts+="${hosts:+,}$(host_ip "$i")"; done
+  agent=$(mktemp)
+  cat > "$agent" <<EOF
+#!/bin/sh
+# rsh agent for mpirun: "agent [options] HOST COMMAND": runs COMMAND in the
+# namespace that holds HOST's address.
+while [ \$# -gt 0 ]; do case "\$1" in -*) shift ;; *) break ;; esac; done
+host=\$1; shift
+n=\$(( \${host##*.} - 1 ))
+exec ip netns exec $PREFIX\$n sh -c "\$*"
+EOF
+  chmod +x "$agent"
+  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+    mpirun --host "$hosts" -np "$h" --mca plm_rsh_agent "$agent" \
+    --mca btl tcp,self --mca btl_tcp_if_include "$NET.0/24" --mca oob_tcp_if_include "$NET.0/24" \
+    "$@"
+  local rc=$?
+  rm -f "$agent"
+  return $rc
+}
+
+selftest() {
+  local bench=${BUILD:-build}/tools/redcoll-bench
+  up 3 100
+  trap down EXIT
+  run 3 -- "$bench" --sizes 1M:1M --iters 3 --warmup 1 --no-header
+  if command -v mpirun > /dev/null; then
+    mpirun_emu 3 -- sh -c 'ip -4 -o addr show eth0 | cut -d" " -f7' | sort | tr '\n' ' '
+    echo
+  fi
+  echo "emucluster: selftest ok"
+}
+
+cmd=${1:-}
+shift || true
+case "$cmd" in
+  up) need_root; up "$@" ;;
+  down) need_root; down ;;
+  run)
+    need_root
+    h=$1
+    if ! ip netns list | grep -q "^${PREFIX}$((h - 1))\b"; then
+      up "$h" "${EMU_RATE:-250}"
+      [ "${EMU_KEEP:-0}" = 1 ] || trap down EXIT
+    fi
+    run "$@" ;;
+  mpirun)
+    need_root
+    h=$1
+    if ! ip netns list | grep -q "^${PREFIX}$((h - 1))\b"; then
+      up "$h" "${EMU_RATE:-250}"
+      [ "${EMU_KEEP:-0}" = 1 ] || trap down EXIT
+    fi
+    mpirun_emu "$@" ;;
+  selftest) need_root; selftest ;;
+  *) sed -n '2,26p' "$0"; exit 2 ;;
+esac

@@ -1,0 +1,379 @@
+/*
+ * The shared-memory path inside another transport (TCP): which ranks share
+ * this host, and a transport that sends to those through a shared-memory
+ * transport of their own and to the others through the network one.
+ *
+ * A host is the kernel's boot id (/proc/sys/kernel/random/boot_id), the
+ * inode of the network namespace (/proc/self/ns/net) and the user id:
+ * processes with all three equal can map one segment and read each other's
+ * memory; a hostname cannot tell two containers of one machine apart, or
+ * one machine from its clone.  REDCOLL_SHM_HOST_ID replaces the three (for
+ * tests that fake several hosts on one machine).  Every rank sends its
+ * host's 16-byte digest to every other by a ring allgather over the network
+ * transport, on a channel group of its own that is closed afterwards.
+ *
+ * The ranks of one host (in the order of their ranks) make a shared-memory
+ * transport whose segment is named after the user, the job id and the
+ * lowest rank of the host.  An exchange whose halves both go to this host,
+ * or both elsewhere, is handed to one transport; one with a half of each
+ * runs the shared-memory half on a helper thread of this impl while the
+ * calling thread runs the network half, so both progress at once.  A half
+ * that fails cancels the channel group on the other transport, which ends
+ * the other half at once (the core cancels the group on both next anyway).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "shm_int.h"
+
+/* The channel group of the host identities (never one of the core's). */
+#define HOST_CHANNEL (UINT64_MAX & ~(uint64_t)(REDCOLL_TRANSPORT_CHANNEL_GROUP - 1))
+#define HOST_TAG 0x4853544944ull /* "HSTID" */
+
+typedef struct host_helper {
+  struct host_helper *next_idle, *next_all;
+  pthread_t tid;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int job, done, quit;
+  void *shm;
+  redcoll_transport_ctx ctx;
+  redcoll_transport_msg msg;
+  int is_send;
+  int rc;
+  /* What the helper cancels on the network transport if its half fails. */
+  const redcoll_transport_ops *net_ops;
+  void *net;
+} host_helper;
+
+typedef struct host_impl {
+  const redcoll_transport_ops *net_ops;
+  void *net;
+  shm_impl *shm;
+  int rank, size;
+  int *local; /* rank -> its index among the ranks of this host, or -1 */
+  int *world; /* the other way: index -> rank */
+  pthread_mutex_t mu;
+  host_helper *idle, *all;
+} host_impl;
+
+static const redcoll_transport_ops host_ops;
+
+/* ---- the host's identity ---- */
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n) {
+  const unsigned char *s = p;
+  for (size_t i = 0; i < n; i++) {
+    h ^= s[i];
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+static void host_id(uint64_t id[2]) {
+  char buf[160];
+  const char *over = redcoll__env("REDCOLL_SHM_HOST_ID");
+  size_t n = 0;
+  if (over != NULL) {
+    n = (size_t)snprintf(buf, sizeof buf, "override:%s", over);
+  } else {
+    int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+    ssize_t k = fd >= 0 ? read(fd, buf, 64) : -1;
+    if (fd >= 0) close(fd);
+    n = k > 0 ? (size_t)k : 0;
+    struct stat st;
+    unsigned long long ino = stat("/proc/self/ns/net", &st) == 0 ? (unsigned long long)st.st_ino : 0;
+    if (k <= 0) /* no boot id: this process is a host of its own */
+      n += (size_t)snprintf(buf + n, sizeof buf - n, "pid:%d", (int)getpid());
+    n += (size_t)snprintf(buf + n, sizeof buf - n, ":%llu:%u", ino, (unsigned)getuid());
+  }
+  if (n > sizeof buf) n = sizeof buf;
+  id[0] = fnv(0xcbf29ce484222325ull, buf, n);
+  id[1] = fnv(0x84222325cbf29ce4ull, buf, n);
+}
+
+/* Every rank's identity into ids (2 words per rank): a ring allgather
+ * over the network transport. */
+static int gather_ids(const redcoll_transport_ops *ops, void *net, int rank, int size,
+                      uint64_t *ids) {
+  host_id(&ids[2 * rank]);
+  redcoll_transport_ctx ctx = {UINT64_MAX, 0, HOST_CHANNEL};
+  int right = (rank + 1) % size, left = (rank + size - 1) % size, rc = REDCOLL_OK;
+  for (int k = 0; k < size - 1 && rc == REDCOLL_OK; k++) {
+    int out = (rank - k + size) % size, in = (rank - k - 1 + size) % size;
+    redcoll_transport_msg s = {right, HOST_TAG + (uint64_t)k, &ids[2 * out], 16};
+    redcoll_transport_msg r = {left, HOST_TAG + (uint64_t)k, &ids[2 * in], 16};
+    rc = ops->exchange(net, &ctx, &s, &r);
+  }
+  ops->close(net, HOST_CHANNEL);
+  return rc;
+}
+
+/* ---- helpers for exchanges with a half of each kind ---- */
+
+static void *helper_main(void *vp) {
+  host_helper *w = vp;
+  const redcoll_transport_ops *sops = redcoll__shm_ops();
+  pthread_mutex_lock(&w->mu);
+  for (;;) {
+    while (!w->job && !w->quit) pthread_cond_wait(&w->cv, &w->mu);
+    if (w->quit) break;
+    pthread_mutex_unlock(&w->mu);
+    int rc = sops->exchange(w->shm, &w->ctx, w->is_send ? &w->msg : NULL, w->is_send ? NULL : &w->msg);
+    if (rc != REDCOLL_OK) w->net_ops->cancel(w->net, w->ctx.channel, rc);
+    pthread_mutex_lock(&w->mu);
+    w->rc = rc;
+    w->job = 0;
+    w->done = 1;
+    pthread_cond_broadcast(&w->cv);
+  }
+  pthread_mutex_unlock(&w->mu);
+  return NULL;
+}
+
+static host_helper *helper_get(host_impl *h) {
+  pthread_mutex_lock(&h->mu);
+  host_helper *w = h->idle;
+  if (w != NULL) {
+    h->idle = w->next_idle;
+    pthread_mutex_unlock(&h->mu);
+    return w;
+  }
+  pthread_mutex_unlock(&h->mu);
+  w = calloc(1, sizeof *w);
+  if (w == NULL) return NULL;
+  pthread_mutex_init(&w->mu, NULL);
+  pthread_cond_init(&w->cv, NULL);
+  w->shm = h->shm;
+  w->net_ops = h->net_ops;
+  w->net = h->net;
+  if (pthread_create(&w->tid, NULL, helper_main, w) != 0) {
+    pthread_cond_destroy(&w->cv);
+    pthread_mutex_destroy(&w->mu);
+    free(w);
+    return NULL;
+  }
+  pthread_mutex_lock(&h->mu);
+  w->next_all = h->all;
+  h->all = w;
+  pthread_mutex_unlock(&h->mu);
+  return w;
+}
+
+static void helper_put(host_impl *h, host_helper *w) {
+  pthread_mutex_lock(&h->mu);
+  w->next_idle = h->idle;
+  h->idle = w;
+  pthread_mutex_unlock(&h->mu);
+}
+
+/* ---- the vtable ---- */
+
+/* The first failure that is not the echo of another (EABORTED). */
+static int worse(int a, int b) {
+  if (a == REDCOLL_OK || (a == REDCOLL_EABORTED && b != REDCOLL_OK)) return b;
+  return a;
+}
+
+static int h_exchange(void *impl, const redcoll_transport_ctx *ctx, const redcoll_transport_msg *send,
+                      const redcoll_transport_msg *recv) {
+  host_impl *h = impl;
+  const redcoll_transport_ops *sops = redcoll__shm_ops();
+  if ((send != NULL && (send->peer < 0 || send->peer >= h->size)) ||
+      (recv != NULL && (recv->peer < 0 || recv->peer >= h->size)))
+    return REDCOLL_EINVAL;
+  int sl = send != NULL && h->local[send->peer] >= 0, rl = recv != NULL && h->local[recv->peer] >= 0;
+  redcoll_transport_msg ls, lr;
+  if (sl) {
+    ls = *send;
+    ls.peer = h->local[send->peer];
+  }
+  if (rl) {
+    lr = *recv;
+    lr.peer = h->local[recv->peer];
+  }
+  if ((send == NULL || sl) && (recv == NULL || rl))
+    return sops->exchange(h->shm, ctx, sl ? &ls : NULL, rl ? &lr : NULL);
+  if ((send == NULL || !sl) && (recv == NULL || !rl)) return h->net_ops->exchange(h->net, ctx, send, recv);
+  host_helper *w = helper_get(h);
+  if (w == NULL) return REDCOLL_ENOMEM;
+  pthread_mutex_lock(&w->mu);
+  w->ctx = *ctx;
+  w->is_send = sl;
+  w->msg = sl ? ls : lr;
+  w->done = 0;
+  w->job = 1;
+  pthread_cond_signal(&w->cv);
+  pthread_mutex_unlock(&w->mu);
+  int rc = h->net_ops->exchange(h->net, ctx, sl ? NULL : send, sl ? recv : NULL);
+  if (rc != REDCOLL_OK) sops->cancel(h->shm, ctx->channel, rc);
+  pthread_mutex_lock(&w->mu);
+  while (!w->done) pthread_cond_wait(&w->cv, &w->mu);
+  int rs = w->rc;
+  pthread_mutex_unlock(&w->mu);
+  helper_put(h, w);
+  return worse(rc, rs);
+}
+
+static int h_info(void *impl, redcoll_transport_info *info) {
+  host_impl *h = impl;
+  int rc = h->net_ops->info(h->net, info);
+  info->caps = REDCOLL_TRANSPORT_CAP_CHANNELS | REDCOLL_TRANSPORT_CAP_THREADS;
+  return rc;
+}
+
+static uint64_t h_now(void *impl) {
+  host_impl *h = impl;
+  return h->net_ops->now != NULL ? h->net_ops->now(h->net) : redcoll__shm_now();
+}
+
+static void h_abort(void *impl, int status) {
+  host_impl *h = impl;
+  redcoll__shm_ops()->abort(h->shm, status);
+  if (h->net_ops->abort != NULL) h->net_ops->abort(h->net, status);
+}
+
+static void h_cancel(void *impl, uint64_t channel, int status) {
+  host_impl *h = impl;
+  redcoll__shm_ops()->cancel(h->shm, channel, status);
+  h->net_ops->cancel(h->net, channel, status);
+}
+
+static void h_close(void *impl, uint64_t channel) {
+  host_impl *h = impl;
+  redcoll__shm_ops()->close(h->shm, channel);
+  h->net_ops->close(h->net, channel);
+}
+
+/* Frees h and its shared-memory transport, and the network one if net. */
+static void h_free(host_impl *h, int net) {
+  for (host_helper *w = h->all, *next; w != NULL; w = next) {
+    next = w->next_all;
+    pthread_mutex_lock(&w->mu);
+    w->quit = 1;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    pthread_join(w->tid, NULL);
+    pthread_cond_destroy(&w->cv);
+    pthread_mutex_destroy(&w->mu);
+    free(w);
+  }
+  if (h->shm != NULL) redcoll__shm_ops()->destroy(h->shm);
+  if (net) h->net_ops->destroy(h->net);
+  pthread_mutex_destroy(&h->mu);
+  free(h->local);
+  free(h->world);
+  free(h);
+}
+
+static void h_destroy(void *impl) {
+  if (impl != NULL) h_free(impl, 1);
+}
+
+static const redcoll_transport_ops host_ops = {
+    .version = REDCOLL_TRANSPORT_VERSION,
+    .abort = h_abort,
+    .destroy = h_destroy,
+    .info = h_info,
+    .now = h_now,
+    .exchange = h_exchange,
+    .cancel = h_cancel,
+    .close = h_close,
+};
+
+/* ---- construction ---- */
+
+int redcoll__shm_host_split(const redcoll_transport_ops *ops, void *net, int rank, int size,
+                            uint64_t job, uint64_t timeout_ms, redcoll_comm **out) {
+  const char *env = redcoll__env("REDCOLL_SHM");
+  if (size < 2 || (env != NULL && strcmp(env, "0") == 0)) return REDCOLL__ENV_UNSET;
+  if (ops->cancel == NULL || ops->close == NULL) return REDCOLL__ENV_UNSET;
+  uint64_t *ids = calloc((size_t)size * 2, sizeof *ids);
+  if (ids == NULL) return REDCOLL_ENOMEM;
+  int rc = gather_ids(ops, net, rank, size, ids);
+  if (rc != REDCOLL_OK) {
+    redcoll__log(0, "tcp rank %d: the exchange of host identities failed: %s", rank,
+                 redcoll_strerror(rc));
+    free(ids);
+    return rc;
+  }
+  int nlocal = 0, me = -1, first = -1;
+  for (int r = 0; r < size; r++)
+    if (ids[2 * r] == ids[2 * rank] && ids[2 * r + 1] == ids[2 * rank + 1]) {
+      if (first < 0) first = r;
+      if (r == rank) me = nlocal;
+      nlocal++;
+    }
+  if (nlocal < 2 || nlocal > REDCOLL_SHM_MAX_SIZE) {
+    if (nlocal > REDCOLL_SHM_MAX_SIZE)
+      redcoll__log(1, "tcp rank %d: %d ranks on this host, more than shared memory takes (%d): "
+                      "TCP between them", rank, nlocal, REDCOLL_SHM_MAX_SIZE);
+    free(ids);
+    return REDCOLL__ENV_UNSET;
+  }
+  rc = REDCOLL_ENOMEM;
+  host_impl *h = calloc(1, sizeof *h);
+  if (h == NULL || (h->local = malloc((size_t)size * sizeof *h->local)) == NULL) {
+    free(h);
+    free(ids);
+    return rc;
+  }
+  pthread_mutex_init(&h->mu, NULL);
+  h->net_ops = ops;
+  h->net = net;
+  h->rank = rank;
+  h->size = size;
+  for (int r = 0, k = 0; r < size; r++)
+    h->local[r] = ids[2 * r] == ids[2 * rank] && ids[2 * r + 1] == ids[2 * rank + 1] ? k++ : -1;
+  free(ids);
+  char name[96];
+  snprintf(name, sizeof name, "/redcoll-%u-%016llx-%d", (unsigned)getuid(), (unsigned long long)job,
+           first);
+  redcoll_shm_config cfg;
+  redcoll_shm_config_init(&cfg);
+  cfg.rank = me;
+  cfg.size = nlocal;
+  cfg.name = name;
+  cfg.wait_timeout_ms = timeout_ms;
+  const char *cma = redcoll__env("REDCOLL_SHM_CMA");
+  if (cma != NULL && strcmp(cma, "0") == 0) cfg.copy = REDCOLL_SHM_COPY_QUEUE;
+  rc = redcoll__shm_impl_create(&cfg, &h->shm);
+  if (rc != REDCOLL_OK) {
+    redcoll__log(0, "tcp rank %d: the shared-memory path to the %d other ranks of this host "
+                    "failed (%s); REDCOLL_SHM=0 turns it off", rank, nlocal - 1, redcoll_strerror(rc));
+    h_free(h, 0);
+    return rc;
+  }
+  int *world = malloc((size_t)nlocal * sizeof *world);
+  if (world == NULL) {
+    h_free(h, 0);
+    return REDCOLL_ENOMEM;
+  }
+  for (int r = 0; r < size; r++)
+    if (h->local[r] >= 0) world[h->local[r]] = r;
+  h->world = world;
+  h->shm->world = world;
+  redcoll__log(2, "tcp rank %d: shared memory with %d other ranks of this host", rank, nlocal - 1);
+  rc = redcoll_comm_create(&host_ops, h, rank, size, out);
+  if (rc != REDCOLL_OK) h_free(h, 0); /* the network transport stays the caller's */
+  return rc;
+}
+
+void *redcoll__shm_host_inner(const redcoll_comm *c, const redcoll_transport_ops *ops) {
+  host_impl *h = redcoll__comm_transport(c, &host_ops);
+  return h != NULL && h->net_ops == ops ? h->net : NULL;
+}
+
+REDCOLL_API int redcoll_shm_comm_is_local(const redcoll_comm *c, int peer) {
+  if (c == NULL || peer < 0) return REDCOLL_EINVAL;
+  host_impl *h = redcoll__comm_transport(c, &host_ops);
+  if (h != NULL) return peer < h->size ? h->local[peer] >= 0 : REDCOLL_EINVAL;
+  shm_impl *t = redcoll__comm_transport(c, redcoll__shm_ops());
+  if (t != NULL) return peer < t->size ? 1 : REDCOLL_EINVAL;
+  return 0;
+}
