@@ -4,7 +4,9 @@
 # (test_threads, test_comms (communicators of one world used from several
 # threads at once), test_push (nonblocking collectives resumed on
 # delivering threads), test_tcp_comms (the same over TCP: threads taking turns
-# with each process's event loop, an abort from another thread), test_mock with its coroutines and its worlds of the
+# with each process's event loop, an abort from another thread), the
+# threaded cases of test_tcp_nb (posted exchanges progressed and waited for
+# from several threads at once, and the program's own loop), test_mock with its coroutines and its worlds of the
 # program's threads, test_conformance, and test_soak with a smaller number
 # of collectives and no TCP part), test_shm_queue (the shared-memory
 # transport's queue and futex bell with threads standing in for processes)
@@ -16,10 +18,11 @@
 #   CC=clang scripts/tsan.sh             # a given compiler
 #   TSAN_SOAK_ITERS=5000 scripts/tsan.sh # a longer soak (default 1000)
 #   TSAN_TESTS="soak" scripts/tsan.sh    # only some of the tests
+#   TSAN_TESTS="tcp_nb:raw_threads"      # NAME:CASE,...: only those cases
 set -uo pipefail
 cd "$(dirname "$0")/.."
 dir=${BUILD:-build-tsan}
-tests=${TSAN_TESTS:-threads comms tcp_comms push mock conformance soak shm_queue shm}
+tests=${TSAN_TESTS:-threads comms tcp_comms push mock conformance soak shm_queue shm tcp_nb:raw_threads,threads_nb,raw_uv}
 soak_iters=${TSAN_SOAK_ITERS:-1000}
 
 # A compiler whose TSan builds and runs a threaded program on this machine
@@ -60,7 +63,8 @@ if [ ! -d "$dir" ]; then
 fi
 
 targets=()
-for t in $tests; do targets+=("tests/test_$t"); done
+# An entry NAME:CASE,CASE runs only those cases of test_NAME.
+for t in $tests; do targets+=("tests/test_${t%%:*}"); done
 ninja -C "$dir" "${targets[@]}" || exit 2
 
 logs=$dir/tsan-logs
@@ -70,12 +74,15 @@ mkdir -p "$logs"
 # forked or concurrent processes do not mix them; halt_on_error=0 lets a run
 # show every race, exitcode makes it fail all the same.
 rc=0
-for t in $tests; do
-  echo "== test_$t under ThreadSanitizer"
+for entry in $tests; do
+  t=${entry%%:*}
+  cases=()
+  [ "$entry" != "$t" ] && IFS=, read -r -a cases <<< "${entry#*:}"
+  echo "== test_$t ${cases[*]:-} under ThreadSanitizer"
   start=$(date +%s)
   REDCOLL_SOAK_ITERS=$soak_iters REDCOLL_SOAK_TCP_ITERS=0 \
     TSAN_OPTIONS="halt_on_error=0 exitcode=66 second_deadlock_stack=1 log_path=$logs/$t ${TSAN_OPTIONS:-}" \
-    "$dir/tests/test_$t" > "$logs/$t.out" 2>&1
+    "$dir/tests/test_$t" "${cases[@]}" > "$logs/$t.out" 2>&1
   st=$?
   tail -n 3 "$logs/$t.out"
   reports=$(cat "$logs/$t".[0-9]* 2> /dev/null | grep -c '^WARNING: ThreadSanitizer' || true)

@@ -51,6 +51,60 @@
  * threads take turns running the event loop: one thread polls the sockets
  * for all of them, the others sleep until their operation is done.
  *
+ * Nonblocking collectives (redcoll_iallreduce, ...).  The transport posts
+ * their exchanges on its loop and finishes them in redcoll_test,
+ * redcoll_wait and redcoll_comm_progress, which run the loop (with
+ * several threads, one at a time, as for blocking calls: a thread waiting
+ * in one wakes when another thread finished one of its requests).
+ * redcoll_comm_fd is the loop's descriptor (libuv's uv_backend_fd): a
+ * program with its own poll or epoll loop waits for it to be readable, at
+ * most redcoll_tcp_comm_poll_timeout milliseconds (libuv's
+ * uv_backend_timeout, bounded by the next deadline), and then calls
+ * redcoll_comm_progress.  A posted exchange ends as a blocking one would:
+ * at the collective's deadline or the wait bound (REDCOLL_ETIMEDOUT), on a
+ * cancel (REDCOLL_EABORTED), when a peer it needs is lost
+ * (REDCOLL_ETRANSPORT, or the abort that explains it).
+ *
+ * On the program's libuv loop (redcoll_tcp_config.loop).  Every handle of
+ * the transport lives on the program's loop, and nonblocking collectives
+ * move on while the program runs it (uv_run): the transport finishes their
+ * exchanges after each poll of the loop, and their request callbacks
+ * (redcoll_request_set_callback) run from there, between the program's
+ * own callbacks.  To keep each turn of the loop short, a connection reads
+ * at most 1 MiB per turn and a send hands at most 1 MiB to the socket at
+ * once (the loop writes the rest as the socket drains); the core's own work
+ * between two exchanges (a reduction of one block) still runs in one
+ * piece.  The transport's handles do not keep the loop alive,
+ * except while a nonblocking collective is running: uv_run(UV_RUN_DEFAULT)
+ * returns once the program's own handles are done and no collective is in
+ * flight.  Rules of this mode:
+ *   - One thread, the loop's, makes every call on the communicator and on
+ *     those made from it (libuv's loops are not thread-safe); the
+ *     transport does not offer REDCOLL_TRANSPORT_CAP_THREADS, and so no
+ *     progress thread (redcoll_comm_set_progress_thread): the loop is the
+ *     progress.  Nor the shared-memory path between ranks of one host
+ *     (no_shm): TCP between every pair.
+ *   - Creating the communicator blocks for the bootstrap (the rendezvous,
+ *     on its own sockets, not the loop): do it before uv_run, or accept
+ *     that the loop stalls meanwhile.
+ *   - redcoll_test and redcoll_comm_progress never run the loop: they
+ *     finish what the loop has done, and may be called from anywhere,
+ *     the loop's callbacks included.
+ *   - Blocking collectives, redcoll_wait and redcoll_waitall called
+ *     outside the loop's callbacks run the loop themselves until they are
+ *     done (uv_run(UV_RUN_NOWAIT) turns and a sleep in its descriptor), so
+ *     the program's timers and I/O go on meanwhile.  Called from inside a
+ *     callback of the loop they must not run it again: a blocking
+ *     collective from a request callback, or from a callback that one of
+ *     them calls, fails with REDCOLL_ENOTSUP (and, as after any error,
+ *     breaks its communicator); from the program's own callbacks, where
+ *     the transport cannot tell, it is not allowed (libuv forbids running
+ *     a loop from its callbacks).  Use the i-forms with callbacks there.
+ *   - redcoll_comm_destroy returns at once and never runs the loop: the
+ *     goodbyes go out and the handles close on the loop's next turn, whose
+ *     last close callback frees the transport.  Run the loop once more
+ *     (uv_run) before uv_loop_close.
+ *
  * Signals.  Writing to a socket whose peer is gone raises SIGPIPE; if the
  * program left SIGPIPE at its default action, creating a communicator sets it
  * to SIG_IGN.
@@ -138,6 +192,15 @@ typedef struct redcoll_tcp_config {
    * REDCOLL_SHM=0 in the environment turns it off as well.  Every rank of
    * a job must make the same choice. */
   int no_shm;
+  /* Optional: the program's own libuv loop (a uv_loop_t *; NULL: the
+   * transport makes and runs a loop of its own).  With one, every handle
+   * of the transport lives on that loop and nonblocking collectives
+   * (redcoll_iallreduce, ...) progress while the program runs it, their
+   * request callbacks called from it: see "On the program's libuv loop"
+   * above.  The loop must outlive the communicator, and the thread that
+   * runs it makes every call on the communicator and on those made from
+   * it. */
+  struct uv_loop_s *loop;
 } redcoll_tcp_config;
 
 /* Zeroes cfg and sets rank and size to -1 (unknown). */
@@ -196,6 +259,17 @@ REDCOLL_API int redcoll_tcp_comm_create_from_env(redcoll_comm **out);
  * collective on top of it.  Returns REDCOLL_EINVAL if c is not a TCP
  * communicator. */
 REDCOLL_API int redcoll_tcp_comm_set_wait_timeout(redcoll_comm *c, uint64_t timeout_ms);
+
+/* For a program that polls redcoll_comm_fd(c) in its own loop: how long
+ * that poll may sleep, in milliseconds (*ms), before redcoll_comm_progress
+ * must be called even if the descriptor stays quiet -- the transport's
+ * timers (a connection retried, the deadline of a posted exchange) are not
+ * in the descriptor.  -1: no timer, sleep until it is readable.  It is
+ * libuv's uv_backend_timeout of the transport's loop, bounded by the next
+ * deadline.  REDCOLL_EINVAL if c is not a TCP communicator, or takes the
+ * shared-memory path between ranks of one host (no_shm 0), which has no
+ * descriptor (redcoll_comm_fd is -1 there). */
+REDCOLL_API int redcoll_tcp_comm_poll_timeout(redcoll_comm *c, int *ms);
 
 /* The address this rank listens on, as "ip:port" or "[ip6]:port", into buf
  * (truncated to len bytes including the terminating 0).  REDCOLL_EINVAL if

@@ -7,12 +7,18 @@
 #include "conn.h"
 #include "failure.h"
 
+void redcoll__tcp_handle_closed(redcoll__tcp *t) {
+  if (--t->handles == 0 && t->dying && t->gone != NULL) t->gone(t);
+}
+
 static void on_conn_closed(uv_handle_t *h) {
   redcoll__tcp_conn *c = h->data;
+  redcoll__tcp *t = c->t;
   c->prev->next = c->next;
   c->next->prev = c->prev;
   free(c->rb);
   free(c);
+  redcoll__tcp_handle_closed(t);
 }
 
 void redcoll__tcp_conn_close(redcoll__tcp_conn *c) {
@@ -23,6 +29,7 @@ void redcoll__tcp_conn_close(redcoll__tcp_conn *c) {
     if (p->out == c) p->out = NULL;
     if (p->in == c) p->in = NULL;
   }
+  c->t->handles++;
   uv_close((uv_handle_t *)&c->h, on_conn_closed);
 }
 
@@ -33,7 +40,8 @@ void redcoll__tcp_retry_later_ms(redcoll__tcp *t, int q, unsigned ms) {
   redcoll__tcp_peer *p = &t->peers[q];
   if (p->retry_active || t->on_retry == NULL) return;
   if (!p->retry_init) {
-    uv_timer_init(&t->loop, &p->retry);
+    uv_timer_init(t->loop, &p->retry);
+    if (t->ext) uv_unref((uv_handle_t *)&p->retry);
     p->retry.data = p;
     p->retry_init = 1;
   }
@@ -53,10 +61,11 @@ void redcoll__tcp_retry_later(redcoll__tcp *t, int q) {
 redcoll__tcp_conn *redcoll__tcp_conn_new(redcoll__tcp *t, int peer, int out) {
   redcoll__tcp_conn *c = calloc(1, sizeof *c);
   if (c == NULL) return NULL;
-  if (uv_tcp_init(&t->loop, &c->h) != 0) {
+  if (uv_tcp_init(t->loop, &c->h) != 0) {
     free(c);
     return NULL;
   }
+  if (t->ext) uv_unref((uv_handle_t *)&c->h); /* the embedder's loop may end without it */
   c->t = t;
   c->peer = peer;
   c->claimed = -1;

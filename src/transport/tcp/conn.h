@@ -7,6 +7,9 @@
 
 /* A connection to or from peer (-1: not known yet), in t's list. */
 redcoll__tcp_conn *redcoll__tcp_conn_new(redcoll__tcp *t, int peer, int out);
+/* One of t's handles closed (t->handles counts those closing): the last
+ * one frees a destroyed transport (t->dying). */
+void redcoll__tcp_handle_closed(redcoll__tcp *t);
 /* Closes c (once) and takes it off its peer; freed by libuv's close. */
 void redcoll__tcp_conn_close(redcoll__tcp_conn *c);
 void redcoll__tcp_conn_read_stop(redcoll__tcp_conn *c);

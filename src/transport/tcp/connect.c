@@ -16,7 +16,7 @@ static void on_hello_written(uv_write_t *req, int status) {
 
 void redcoll__tcp_on_retry(uv_timer_t *tm) {
   redcoll__tcp_peer *p = tm->data;
-  redcoll__tcp *t = uv_handle_get_loop((uv_handle_t *)tm)->data;
+  redcoll__tcp *t = p->t; /* not the loop's data: the loop may be the program's */
   p->retry_active = 0;
   int q = (int)(p - t->peers);
   int probe = p->probe && redcoll__tcp_peer_waited(t, q) && p->in == NULL;

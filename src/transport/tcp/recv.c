@@ -26,7 +26,7 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b);
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b);
 
 void redcoll__tcp_conn_read_start(redcoll__tcp_conn *c) {
-  if (c->reading || c->closing) return;
+  if (c->reading || c->closing || c->paused) return;
   int r = uv_read_start((uv_stream_t *)&c->h, on_alloc, on_read);
   if (r != 0) {
     redcoll__tcp_peer_lost(c->t, c->peer, REDCOLL_ETRANSPORT, DIR_BOTH,
@@ -170,6 +170,7 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b) {
       /* The rest of a payload whose place is known: straight there. */
       size_t left = payload_left(c);
       if (left > ((size_t)1 << 30)) left = (size_t)1 << 30;
+      if (c->t->ext && left > REDCOLL__TCP_EXT_READ) left = REDCOLL__TCP_EXT_READ;
       b->base = (char *)payload_at(c);
       b->len = left;
       return;
@@ -490,6 +491,16 @@ void redcoll__tcp_rx_pump(redcoll__tcp_conn *c) {
     redcoll__tcp_conn_read_start(c);
 }
 
+void redcoll__tcp_ext_turn(redcoll__tcp *t) {
+  for (redcoll__tcp_conn *c = t->conns.next; c != &t->conns; c = c->next) {
+    c->turn_bytes = 0;
+    if (!c->paused) continue;
+    c->paused = 0;
+    if (redcoll__tcp_buffered(c)) redcoll__tcp_rx_pump(c); /* reads on if it may */
+    else redcoll__tcp_conn_read_start(c);
+  }
+}
+
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b) {
   redcoll__tcp_conn *c = s->data;
   redcoll__tcp *t = c->t;
@@ -517,6 +528,12 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b) {
     return;
   }
   if (c->refused) return;
+  if (t->ext && (c->turn_bytes += (size_t)n) >= REDCOLL__TCP_EXT_TURN && c->reading) {
+    /* Enough for this turn of the program's loop (redcoll__tcp_ext_turn
+     * reads on in the next). */
+    redcoll__tcp_conn_read_stop(c);
+    c->paused = 1;
+  }
   if (into_rb) {
     c->rhi += (size_t)n;
     redcoll__tcp_rx_pump(c);

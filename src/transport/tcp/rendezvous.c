@@ -30,7 +30,7 @@
 static int listen_on(redcoll__tcp *t, const redcoll__tcp_addr *addr, int allow_wildcard) {
   char a[64];
   redcoll__tcp_addr_str(addr, a, sizeof a);
-  int r = uv_tcp_init(&t->loop, &t->listener);
+  int r = uv_tcp_init(t->loop, &t->listener);
   if (r != 0) return REDCOLL_ENOMEM;
   t->listener_init = 1;
   t->listener.data = t;

@@ -42,8 +42,11 @@ void redcoll__tcp_send_queue(redcoll__tcp *t, redcoll__tcp_send *s) {
   uv_buf_t *bp = b;
   unsigned nb = s->len ? 2 : 1;
   /* Straight into the socket if it takes it (libuv refuses, UV_EAGAIN,
-   * while earlier writes are queued, which keeps the order). */
-  int r = uv_try_write((uv_stream_t *)&c->h, b, nb);
+   * while earlier writes are queued, which keeps the order); on the
+   * program's loop, at most REDCOLL__TCP_EXT_WRITE bytes now. */
+  uv_buf_t tb[2] = {b[0], b[1]};
+  if (t->ext && nb == 2 && tb[1].len > REDCOLL__TCP_EXT_WRITE) tb[1].len = REDCOLL__TCP_EXT_WRITE;
+  int r = uv_try_write((uv_stream_t *)&c->h, tb, nb);
   if (r >= 0) {
     size_t w = (size_t)r;
     while (nb > 0 && w >= bp->len) {

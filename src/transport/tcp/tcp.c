@@ -14,8 +14,10 @@
  * incoming connection reads whatever the socket holds into its buffer and
  * takes frames out of it (recv.c).
  *
- * This file holds the vtable (exchange, cancel, close, destroy, info,
- * now), one call's wait, and construction.  The rest of the transport,
+ * This file holds the vtable (exchange, post, progress, fd, cancel, close,
+ * destroy, info, now), one call's wait, the posted exchanges of
+ * nonblocking collectives and their end, the handles that drive them on
+ * the program's own loop (redcoll_tcp_config.loop), and construction.  The rest of the transport,
  * each file calling only the ones below it:
  *   connect.c    making connections, retrying, accepting
  *   recv.c       reading a connection, frames, matching receives
@@ -30,6 +32,7 @@
  *   config.c     configuration from the environment, job ids
  *   addr.c       addresses and interfaces
  *   wire.c       the frame format (pure, fuzzed) */
+#include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 
@@ -81,7 +84,7 @@ static int explained(redcoll__tcp *t, void *arg) {
 /* Takes back what is still pending of w, so that nothing touches the
  * caller's memory after return; a send that libuv still writes is left to
  * finish from a copy, and w->s is then NULL. */
-static void withdraw(redcoll__tcp *t, wait_set *w) {
+static void withdraw(redcoll__tcp *t, wait_set *w, int may_wait) {
   if (w->r != NULL && !w->r->done) redcoll__tcp_recv_withdraw(t, w->r);
   redcoll__tcp_send *s = w->s;
   if (s == NULL || s->done) return;
@@ -101,9 +104,19 @@ static void withdraw(redcoll__tcp *t, wait_set *w) {
   /* libuv still writes from the caller's buffer: the rest goes on from a
    * copy (redcoll__tcp_send_detach).  Only without memory for it does this
    * call wait for the write, and cut the connection if the peer takes
-   * nothing for a second. */
+   * nothing for a second; a posted exchange (which must not wait) cuts it
+   * at once. */
   if (redcoll__tcp_send_detach(s) == 0) {
     w->s = NULL; /* the write callback's now */
+    return;
+  }
+  if (!may_wait) {
+    redcoll__log(0, "tcp rank %d: no memory to finish a send to rank %d without its caller: its "
+                    "connection is cut", t->rank, s->dst);
+    if (p->out != NULL) redcoll__tcp_conn_close(p->out); /* libuv reads the buffer no more */
+    s->detached = 1; /* the write callback frees it */
+    s->copy = NULL;
+    w->s = NULL;
     return;
   }
   if (redcoll__tcp_progress(t, send_done, s, uv_hrtime() + 1000000000u)) return;
@@ -113,47 +126,78 @@ static void withdraw(redcoll__tcp *t, wait_set *w) {
   redcoll__tcp_progress(t, send_done, s, UINT64_MAX);
 }
 
+/* The status of w once call_over. */
+static int over_status(redcoll__tcp *t, const wait_set *w) {
+  if (t->fatal != REDCOLL_OK) return t->fatal;
+  int rc = redcoll__tcp_chan_status(t, w->chan);
+  if (rc != REDCOLL_OK) return rc;
+  if (w->r != NULL && w->r->status != REDCOLL_OK) rc = w->r->status;
+  if (w->s != NULL && w->s->status != REDCOLL_OK) rc = w->s->status;
+  return rc;
+}
+
+/* A peer lost without its BYE: a CANCEL on its way may say why (within
+ * ABORT_GRACE_MS). */
+static int lost_unexplained(redcoll__tcp *t, const wait_set *w, int rc) {
+  return rc == REDCOLL_ETRANSPORT && ((w->r != NULL && !t->peers[w->r->src].said_bye) ||
+                                      (w->s != NULL && !t->peers[w->s->dst].said_bye));
+}
+
+/* The better reason, if one came, for a wait that ended with rc. */
+static int better_reason(redcoll__tcp *t, const wait_set *w, int rc) {
+  if (t->fatal != REDCOLL_OK && t->fatal != REDCOLL_ETRANSPORT) return t->fatal;
+  if (redcoll__tcp_chan_status(t, w->chan) != REDCOLL_OK) return redcoll__tcp_chan_status(t, w->chan);
+  return rc;
+}
+
 /* Waits until w is done.  Returns REDCOLL_OK or why it stopped; pending
  * operations are then withdrawn. */
-static int wait_for(redcoll__tcp *t, wait_set *w, const char *what, int peer, uint64_t deadline_ns) {
+/* When a wait that starts now ends: the tighter of the collective's
+ * deadline and the transport's bound on one wait (*by_deadline: the
+ * deadline). */
+static uint64_t wait_until(const redcoll__tcp *t, uint64_t deadline_ns, int *by_deadline) {
   uint64_t now = uv_hrtime(), ms = t->timeout_ms;
   uint64_t until = ms == REDCOLL_WAIT_FOREVER || ms > (UINT64_MAX - now) / 1000000u
                        ? UINT64_MAX
                        : now + ms * 1000000u;
-  int by_deadline = deadline_ns <= until;
-  if (by_deadline) until = deadline_ns;
+  *by_deadline = deadline_ns <= until;
+  return *by_deadline ? deadline_ns : until;
+}
+
+static void log_timeout(redcoll__tcp *t, const wait_set *w, const char *what, int peer,
+                        int by_deadline) {
+  char a[64];
+  redcoll__tcp_peer_addr(t, peer, a, sizeof a);
+  if (by_deadline)
+    redcoll__log(0, "tcp rank %d: %s rank %d (%s) on channel %llu: the collective did not "
+                    "finish within its deadline (redcoll_comm_set_deadline)",
+                 t->rank, what, peer, a, (unsigned long long)w->chan);
+  else
+    redcoll__log(0, "tcp rank %d: %s rank %d (%s) on channel %llu did not complete within %llu "
+                    "ms", t->rank, what, peer, a, (unsigned long long)w->chan,
+                 (unsigned long long)t->timeout_ms);
+}
+
+static const char *what_of(const redcoll_transport_msg *sm, const redcoll_transport_msg *rm) {
+  return sm != NULL && rm != NULL ? "exchanging with" : sm != NULL ? "sending to" : "receiving from";
+}
+
+static int wait_for(redcoll__tcp *t, wait_set *w, const char *what, int peer, uint64_t deadline_ns) {
+  int by_deadline;
+  uint64_t until = wait_until(t, deadline_ns, &by_deadline);
   int rc = REDCOLL_OK;
   redcoll__tcp_kick(t);
   if (!redcoll__tcp_progress(t, call_over, w, until)) {
-    char a[64];
-    redcoll__tcp_peer_addr(t, peer, a, sizeof a);
-    if (by_deadline)
-      redcoll__log(0, "tcp rank %d: %s rank %d (%s) on channel %llu: the collective did not "
-                      "finish within its deadline (redcoll_comm_set_deadline)",
-                   t->rank, what, peer, a, (unsigned long long)w->chan);
-    else
-      redcoll__log(0, "tcp rank %d: %s rank %d (%s) on channel %llu did not complete within %llu "
-                      "ms", t->rank, what, peer, a, (unsigned long long)w->chan,
-                   (unsigned long long)t->timeout_ms);
+    log_timeout(t, w, what, peer, by_deadline);
     rc = REDCOLL_ETIMEDOUT;
-  } else if (t->fatal != REDCOLL_OK) {
-    rc = t->fatal;
-  } else if (redcoll__tcp_chan_status(t, w->chan) != REDCOLL_OK) {
-    rc = redcoll__tcp_chan_status(t, w->chan);
   } else {
-    if (w->r != NULL && w->r->status != REDCOLL_OK) rc = w->r->status;
-    if (w->s != NULL && w->s->status != REDCOLL_OK) rc = w->s->status;
+    rc = over_status(t, w);
   }
-  withdraw(t, w);
+  withdraw(t, w, 1);
   /* A peer lost without its BYE: a CANCEL on its way may say why. */
-  int lost = rc == REDCOLL_ETRANSPORT &&
-             ((w->r != NULL && !t->peers[w->r->src].said_bye) ||
-              (w->s != NULL && !t->peers[w->s->dst].said_bye));
-  if (lost) {
+  if (lost_unexplained(t, w, rc)) {
     redcoll__tcp_progress(t, explained, w, uv_hrtime() + ABORT_GRACE_MS * 1000000ull);
-    if (t->fatal != REDCOLL_OK && t->fatal != REDCOLL_ETRANSPORT) rc = t->fatal;
-    else if (redcoll__tcp_chan_status(t, w->chan) != REDCOLL_OK)
-      rc = redcoll__tcp_chan_status(t, w->chan);
+    rc = better_reason(t, w, rc);
   }
   return rc;
 }
@@ -272,18 +316,24 @@ static int tcp_exchange(void *impl, const redcoll_transport_ctx *ctx,
     w.r = &r;
   }
   pthread_mutex_lock(&t->mu);
+  if (t->ext && (t->leader || t->in_cb)) {
+    /* Inside a callback of the embedder's loop, which must not run again
+     * from there. */
+    redcoll__log(0, "tcp rank %d: a blocking call from inside a callback of the event loop the "
+                    "transport runs on (redcoll_tcp_config.loop): start its nonblocking form "
+                    "instead", t->rank);
+    pthread_mutex_unlock(&t->mu);
+    free(s);
+    return REDCOLL_ENOTSUP;
+  }
   int rc = t->fatal;
   if (rc == REDCOLL_OK && w.r != NULL) rc = post_recv(t, &r);
   if (rc == REDCOLL_OK && w.s != NULL) rc = post_send(t, s);
   if (rc != REDCOLL_OK) {
     /* What was posted is taken back. */
-    withdraw(t, &w);
+    withdraw(t, &w, 1);
   } else {
-    const char *what = sm != NULL && rm != NULL ? "exchanging with"
-                       : sm != NULL             ? "sending to"
-                                                : "receiving from";
-    int peer = rm != NULL ? rm->peer : sm->peer;
-    rc = wait_for(t, &w, what, peer, ctx->deadline_ns);
+    rc = wait_for(t, &w, what_of(sm, rm), rm != NULL ? rm->peer : sm->peer, ctx->deadline_ns);
   }
   free(w.s); /* NULL once handed to the write callback */
   /* Posting can complete other threads' operations (a pump of kept
@@ -293,14 +343,306 @@ static int tcp_exchange(void *impl, const redcoll_transport_ctx *ctx,
   return rc;
 }
 
+/* ---- posted exchanges (version 4) ---------------------------------------------
+ *
+ * post starts what exchange does and files the exchange in t->pend; after
+ * every turn of the loop (and in every progress) reap moves those that are
+ * over -- done, failed, past their deadline or their wait bound -- to
+ * t->fin, withdrawing what is still pending of them, exactly as a blocking
+ * call's wait ends; deliver calls their done with the mutex released and
+ * no thread leading the loop, so that done may post, cancel and abort
+ * (which take the mutex, and cancel runs the loop for its CANCELs).  Any
+ * thread in progress delivers every finished exchange, and one that
+ * delivered wakes the others (t->gen), whose progress then returns. */
+
+typedef struct redcoll__tcp_pop {
+  struct redcoll__tcp_pop *next;
+  redcoll_transport_op *op;
+  wait_set w;             /* w.s on the heap, w.r = &rx */
+  redcoll__tcp_recv rx;
+  uint64_t until;         /* the deadline or the wait bound, uv_hrtime ns */
+  uint64_t grace;         /* a lost peer: listening for a better reason until then */
+  int by_deadline, peer, status;
+  const char *what;
+} redcoll__tcp_pop;
+
+static void pend_unlink(redcoll__tcp *t, redcoll__tcp_pop *prev, redcoll__tcp_pop *o) {
+  if (prev != NULL) prev->next = o->next;
+  else t->pend = o->next;
+  if (t->pend_tail == o) t->pend_tail = prev;
+  o->next = NULL;
+}
+
+/* Whether o is over (o->status then set), with t->mu held. */
+static int pop_over(redcoll__tcp *t, redcoll__tcp_pop *o, uint64_t now) {
+  if (o->grace != 0) {
+    if (!explained(t, &o->w) && now < o->grace) return 0;
+    o->status = better_reason(t, &o->w, o->status);
+    return 1;
+  }
+  int rc;
+  if (call_over(t, &o->w)) {
+    rc = over_status(t, &o->w);
+  } else if (now >= o->until) {
+    log_timeout(t, &o->w, o->what, o->peer, o->by_deadline);
+    rc = REDCOLL_ETIMEDOUT;
+  } else {
+    return 0;
+  }
+  withdraw(t, &o->w, 0);
+  o->status = rc;
+  if (lost_unexplained(t, &o->w, rc)) {
+    o->grace = now + ABORT_GRACE_MS * 1000000ull;
+    return 0;
+  }
+  return 1;
+}
+
+/* Moves the posted exchanges that are over to t->fin; how many. */
+static int reap(redcoll__tcp *t) {
+  if (t->pend == NULL) return 0;
+  uint64_t now = uv_hrtime();
+  int n = 0;
+  for (redcoll__tcp_pop *o = t->pend, *prev = NULL, *next; o != NULL; o = next) {
+    next = o->next;
+    if (!pop_over(t, o, now)) {
+      prev = o;
+      continue;
+    }
+    pend_unlink(t, prev, o);
+    if (t->fin_tail != NULL) t->fin_tail->next = o;
+    else t->fin = o;
+    t->fin_tail = o;
+    n++;
+  }
+  return n;
+}
+
+/* When the next posted exchange times out (UINT64_MAX: none). */
+static uint64_t next_deadline(const redcoll__tcp *t) {
+  uint64_t d = UINT64_MAX;
+  for (const redcoll__tcp_pop *o = t->pend; o != NULL; o = o->next) {
+    uint64_t u = o->grace != 0 ? o->grace : o->until;
+    if (u < d) d = u;
+  }
+  return d;
+}
+
+static void ext_rearm(redcoll__tcp *t);
+
+/* With t->mu held (and this thread not leading the loop): calls done for
+ * every finished exchange, with the mutex released meanwhile.  Returns how
+ * many. */
+static int deliver(redcoll__tcp *t) {
+  redcoll__tcp_pop *o = t->fin;
+  if (o == NULL) return 0;
+  t->fin = t->fin_tail = NULL;
+  if (t->ext) ext_rearm(t);
+  t->in_cb++;
+  pthread_mutex_unlock(&t->mu);
+  int n = 0;
+  while (o != NULL) {
+    redcoll__tcp_pop *next = o->next;
+    redcoll_transport_op *op = o->op;
+    int st = o->status;
+    free(o->w.s); /* NULL once handed to its write callback */
+    free(o);
+    op->done(op, st);
+    n++;
+    o = next;
+  }
+  pthread_mutex_lock(&t->mu);
+  t->in_cb--;
+  /* Once the dones have run, the others in progress return (their
+   * requests may be among these): those waiting on cv, and the leader's
+   * poll. */
+  t->gen++;
+  pthread_cond_broadcast(&t->cv);
+  redcoll__tcp_kick(t);
+  return n;
+}
+
+static void on_nb_idle(uv_idle_t *h);
+
+static int tcp_post(void *impl, const redcoll_transport_ctx *ctx, const redcoll_transport_msg *sm,
+                    const redcoll_transport_msg *rm, redcoll_transport_op *op) {
+  redcoll__tcp *t = impl;
+  if ((sm == NULL && rm == NULL) || op == NULL || op->done == NULL ||
+      (sm != NULL && (sm->peer < 0 || sm->peer >= t->size || sm->peer == t->rank)) ||
+      (rm != NULL && (rm->peer < 0 || rm->peer >= t->size || rm->peer == t->rank)))
+    return REDCOLL_EINVAL;
+  redcoll__tcp_pop *o = calloc(1, sizeof *o);
+  if (o == NULL) return REDCOLL_ENOMEM;
+  o->op = op;
+  o->w.chan = ctx->channel;
+  o->what = what_of(sm, rm);
+  o->peer = rm != NULL ? rm->peer : sm->peer;
+  if (sm != NULL) {
+    if ((o->w.s = calloc(1, sizeof *o->w.s)) == NULL) {
+      free(o);
+      return REDCOLL_ENOMEM;
+    }
+    *o->w.s = (redcoll__tcp_send){.dst = sm->peer, .tag = sm->tag, .chan = ctx->channel,
+                                  .buf = sm->buf, .len = sm->len};
+  }
+  if (rm != NULL) {
+    o->rx = (redcoll__tcp_recv){.src = rm->peer, .tag = rm->tag, .chan = ctx->channel,
+                                .buf = rm->buf, .len = rm->len};
+    o->w.r = &o->rx;
+  }
+  pthread_mutex_lock(&t->mu);
+  int rc = t->fatal;
+  if (rc == REDCOLL_OK && o->w.r != NULL) rc = post_recv(t, &o->rx);
+  if (rc == REDCOLL_OK && o->w.s != NULL) rc = post_send(t, o->w.s);
+  if (rc != REDCOLL_OK) {
+    withdraw(t, &o->w, 0);
+    pthread_cond_broadcast(&t->cv);
+    pthread_mutex_unlock(&t->mu);
+    free(o->w.s);
+    free(o);
+    return rc;
+  }
+  o->until = wait_until(t, ctx->deadline_ns, &o->by_deadline);
+  if (t->pend_tail != NULL) t->pend_tail->next = o;
+  else t->pend = o;
+  t->pend_tail = o;
+  redcoll__tcp_kick(t); /* the leader's poll sees the new writes and reads */
+  if (t->ext) {
+    /* It may be over already: the next turn does not wait. */
+    uv_idle_start(&t->nb_idle, on_nb_idle);
+    ext_rearm(t);
+  }
+  /* Posting can complete other threads' operations (a pump of kept
+   * messages). */
+  pthread_cond_broadcast(&t->cv);
+  pthread_mutex_unlock(&t->mu);
+  return REDCOLL_OK;
+}
+
+typedef struct nb_wait {
+  uint64_t gen, until;
+} nb_wait;
+
+/* progress can return: an exchange is over, another thread delivered, or
+ * an exchange must be looked at before the wait would end (one that began
+ * to listen for a better reason than a lost peer). */
+static int nb_ready(redcoll__tcp *t, void *arg) {
+  const nb_wait *nw = arg;
+  reap(t);
+  return t->fin != NULL || t->gen != nw->gen || next_deadline(t) < nw->until;
+}
+
+static int tcp_progress(void *impl, uint64_t until_ns) {
+  redcoll__tcp *t = impl;
+  pthread_mutex_lock(&t->mu);
+  nb_wait nw = {t->gen, UINT64_MAX};
+  /* On the embedder's loop, progress runs the loop only for a wait
+   * (until_ns > 0) called outside the loop's callbacks; a pass (0), and
+   * any call from inside a callback, only finishes what the loop did. */
+  int may_run = !t->ext || (until_ns != 0 && !t->leader && !t->in_cb);
+  if (until_ns == 0 || !may_run) {
+    if (may_run && !t->leader) {
+      t->leader = 1;
+      uv_run(t->loop, UV_RUN_NOWAIT);
+      t->leader = 0;
+      pthread_cond_broadcast(&t->cv);
+    }
+    reap(t);
+  } else {
+    uint64_t d = next_deadline(t);
+    nw.until = d < until_ns ? d : until_ns;
+    redcoll__tcp_kick(t);
+    redcoll__tcp_progress(t, nb_ready, &nw, nw.until);
+    reap(t);
+  }
+  deliver(t);
+  int rc = t->fatal;
+  pthread_mutex_unlock(&t->mu);
+  return rc;
+}
+
+/* The loop's descriptor: readable when the loop has I/O to handle.  Its
+ * timers (connection retries, the deadlines of posted exchanges) are not
+ * in it: redcoll_tcp_comm_poll_timeout says how long a poll may wait. */
+static int tcp_fd(void *impl) {
+  redcoll__tcp *t = impl;
+  pthread_mutex_lock(&t->mu);
+  int fd = uv_backend_fd(t->loop);
+  pthread_mutex_unlock(&t->mu);
+  return fd;
+}
+
+/* ---- on the embedder's loop ---------------------------------------------------
+ *
+ * The embedder's thread runs the loop; the transport's handles are unref'd,
+ * so that its uv_run can end while nothing is posted, and nb_check is ref'd
+ * while something is: uv_run(UV_RUN_DEFAULT) returns once the program's own
+ * handles and the posted exchanges are all done.  After every poll nb_check
+ * finishes the exchanges the loop moved on and calls their done (and so the
+ * requests' callbacks) from the loop; nb_idle makes the next turn not wait
+ * after something changed outside a callback; nb_timer wakes the loop at the
+ * next deadline. */
+
+static void ext_turn(redcoll__tcp *t) {
+  redcoll__tcp_ext_turn(t); /* connections paused for this turn read on */
+  /* Inside a call of this thread that runs the loop itself (a blocking
+   * call, a wait): that call finishes them. */
+  if (t->leader) return;
+  pthread_mutex_lock(&t->mu);
+  reap(t);
+  deliver(t);
+  ext_rearm(t);
+  pthread_mutex_unlock(&t->mu);
+}
+
+static void on_nb_check(uv_check_t *h) { ext_turn(h->data); }
+
+static void on_nb_idle(uv_idle_t *h) {
+  uv_idle_stop(h);
+  ext_turn(h->data);
+}
+
+static void on_nb_timer(uv_timer_t *h) { ext_turn(h->data); }
+
+static void ext_rearm(redcoll__tcp *t) {
+  if (!t->nb_init) return;
+  if (t->pend == NULL && t->fin == NULL) {
+    uv_unref((uv_handle_t *)&t->nb_check);
+    uv_timer_stop(&t->nb_timer);
+    return;
+  }
+  uv_ref((uv_handle_t *)&t->nb_check);
+  if (t->fin != NULL) uv_idle_start(&t->nb_idle, on_nb_idle);
+  uint64_t d = next_deadline(t), now = uv_hrtime();
+  if (d == UINT64_MAX) {
+    uv_timer_stop(&t->nb_timer);
+    return;
+  }
+  uint64_t ms = d > now ? (d - now + 999999) / 1000000 : 0;
+  uv_timer_start(&t->nb_timer, on_nb_timer, ms, 0);
+}
+
+static int ext_init(redcoll__tcp *t) {
+  if (uv_check_init(t->loop, &t->nb_check) != 0 || uv_idle_init(t->loop, &t->nb_idle) != 0 ||
+      uv_timer_init(t->loop, &t->nb_timer) != 0)
+    return REDCOLL_ENOMEM;
+  t->nb_check.data = t->nb_idle.data = t->nb_timer.data = t;
+  uv_check_start(&t->nb_check, on_nb_check);
+  uv_unref((uv_handle_t *)&t->nb_check);
+  uv_unref((uv_handle_t *)&t->nb_timer);
+  uv_unref((uv_handle_t *)&t->nb_idle);
+  t->nb_init = 1;
+  return REDCOLL_OK;
+}
+
 /* ---- cancel, close, destroy ------------------------------------------------- */
 
 /* Control frames are still being written, connections made, or a
- * connection made to carry a CANCEL is still authenticating. */
+ * connection that is to carry a CANCEL is still being set up. */
 static int ctl_busy(redcoll__tcp *t) {
   if (t->ctl_pending > 0 || t->connects_pending > 0) return 1;
   for (const redcoll__tcp_conn *c = t->conns.next; c != &t->conns; c = c->next)
-    if (c->abort_after_hello && !c->ready && !c->closing) return 1;
+    if ((c->abort_after_hello || c->send_cancels) && !c->ready && !c->closing) return 1;
   return 0;
 }
 
@@ -350,13 +692,30 @@ static void tcp_cancel(void *impl, uint64_t channel, int status) {
       p->out->send_cancels = 1;
     } else if (p->err_send == REDCOLL_OK) {
       /* A peer this rank never talked to may be waiting for its first
-       * message: tell it through a control connection (one attempt), which
-       * later messages do not wait for. */
-      redcoll__tcp_connect_to(t, q, 1, 1);
+       * message: tell it through a connection made for the CANCEL (one
+       * attempt), which is also this rank's data connection to it from
+       * now on (nothing is ahead of the CANCEL there).  Not a control
+       * connection beside it: the peer takes the first connection from a
+       * rank for its data connection, and a later one for control only,
+       * so data sent on the later one would be refused (DATA on a wrong
+       * connection). */
+      if (p->retry_active) { /* a probe, or a connection about to be retried: now */
+        uv_timer_stop(&p->retry);
+        p->retry_active = 0;
+      }
+      redcoll__tcp_connect_to(t, q, 1, 0);
     }
   }
   pthread_cond_broadcast(&t->cv); /* the calls that just failed */
   redcoll__tcp_kick(t);
+  if (t->ext) {
+    /* The embedder's loop writes the CANCELs on its next turns (which
+     * also finish the group's posted exchanges); cancel may come from
+     * inside its callbacks, where the loop must not run. */
+    if (t->nb_init) uv_idle_start(&t->nb_idle, on_nb_idle);
+    pthread_mutex_unlock(&t->mu);
+    return;
+  }
   /* Out within a second at most. */
   uint64_t ms = t->timeout_ms < 1000 ? t->timeout_ms : 1000;
   redcoll__tcp_progress(t, ctl_flushed, NULL, uv_hrtime() + ms * 1000000u);
@@ -406,46 +765,101 @@ static void tcp_close(void *impl, uint64_t channel) {
     if (p->in != NULL) redcoll__tcp_rx_pump(p->in); /* room among the kept again */
   }
   redcoll__tcp_kick(t);
+  if (t->nb_init) uv_idle_start(&t->nb_idle, on_nb_idle);
   pthread_cond_broadcast(&t->cv); /* receives it may have completed */
   pthread_mutex_unlock(&t->mu);
+}
+
+static void on_handle_closed(uv_handle_t *h) { redcoll__tcp_handle_closed(h->data); }
+
+static void close_handle(redcoll__tcp *t, uv_handle_t *h) {
+  h->data = t;
+  t->handles++;
+  uv_close(h, on_handle_closed);
 }
 
 static void close_all(redcoll__tcp *t) {
   for (redcoll__tcp_conn *c = t->conns.next; c != &t->conns; c = c->next)
     redcoll__tcp_conn_close(c);
   for (int q = 0; t->peers != NULL && q < t->size; q++)
-    if (t->peers[q].retry_init) uv_close((uv_handle_t *)&t->peers[q].retry, NULL);
-  if (t->listener_init) uv_close((uv_handle_t *)&t->listener, NULL);
-  if (t->wake_init) uv_close((uv_handle_t *)&t->wake, NULL);
+    if (t->peers[q].retry_init) close_handle(t, (uv_handle_t *)&t->peers[q].retry);
+  if (t->listener_init) close_handle(t, (uv_handle_t *)&t->listener);
+  if (t->wake_init) close_handle(t, (uv_handle_t *)&t->wake);
+  if (t->nb_init) {
+    close_handle(t, (uv_handle_t *)&t->nb_check);
+    close_handle(t, (uv_handle_t *)&t->nb_idle);
+    close_handle(t, (uv_handle_t *)&t->nb_timer);
+  }
 }
 
-static void tcp_destroy(void *impl) {
-  redcoll__tcp *t = impl;
-  if (t == NULL) return;
-  if (t->loop_init) {
-    if (t->mu_init) pthread_mutex_lock(&t->mu);
-    /* Say goodbye on every live connection so that peers still at work
-     * can tell a normal close from a crash. */
-    for (redcoll__tcp_conn *c = t->conns.next; c != &t->conns; c = c->next) {
-      if (!c->ready || c->closing || c->peer < 0) continue;
-      /* The tag says whether this rank's data connection to that peer
-       * is open (the peer should read it to its end before giving up on
-       * it), and whether and why this rank was aborted. */
-      const redcoll__tcp_conn *o = t->peers[c->peer].out;
-      redcoll__tcp_ctl_send(c, REDCOLL__FR_BYE, redcoll__tcp_bye_tag(t, o != NULL && !o->closing));
+/* Posted exchanges the core left behind at destroy: taken back, never
+ * done. */
+static void drop_posted(redcoll__tcp *t) {
+  for (int i = 0; i < 2; i++) {
+    redcoll__tcp_pop *o = i == 0 ? t->pend : t->fin;
+    while (o != NULL) {
+      redcoll__tcp_pop *next = o->next;
+      withdraw(t, &o->w, 0);
+      free(o->w.s);
+      free(o);
+      o = next;
     }
-    if (t->mu_init) redcoll__tcp_progress(t, ctl_flushed, NULL, uv_hrtime() + 500000000u);
-    close_all(t);
-    uv_run(&t->loop, UV_RUN_DEFAULT);
-    if (uv_loop_close(&t->loop) != 0)
-      redcoll__log(1, "tcp rank %d: event loop still busy at close", t->rank);
-    if (t->mu_init) pthread_mutex_unlock(&t->mu);
   }
+  t->pend = t->pend_tail = t->fin = t->fin_tail = NULL;
+}
+
+/* What is left of t once its loop has closed its handles. */
+static void tcp_free(redcoll__tcp *t) {
   redcoll__tcp_wait_fini(t);
   for (int q = 0; t->peers != NULL && q < t->size; q++) redcoll__tcp_pchan_free_all(t, q);
   redcoll__tcp_groups_free(t);
   free(t->peers);
   free(t);
+}
+
+static void tcp_destroy(void *impl) {
+  redcoll__tcp *t = impl;
+  if (t == NULL) return;
+  if (!t->loop_init) {
+    tcp_free(t);
+    return;
+  }
+  if (t->mu_init) pthread_mutex_lock(&t->mu);
+  drop_posted(t);
+  /* Say goodbye on every live connection so that peers still at work
+   * can tell a normal close from a crash. */
+  for (redcoll__tcp_conn *c = t->conns.next; c != &t->conns; c = c->next) {
+    if (!c->ready || c->closing || c->peer < 0) continue;
+    /* The tag says whether this rank's data connection to that peer
+     * is open (the peer should read it to its end before giving up on
+     * it), and whether and why this rank was aborted. */
+    const redcoll__tcp_conn *o = t->peers[c->peer].out;
+    redcoll__tcp_ctl_send(c, REDCOLL__FR_BYE, redcoll__tcp_bye_tag(t, o != NULL && !o->closing));
+  }
+  if (t->ext) {
+    /* The embedder's loop: destroy may come from inside its callbacks,
+     * where it must not run.  The goodbyes went out with their write (libuv
+     * writes at once on an idle connection); the handles close on the
+     * loop's next turn, whose last close callback frees t (t->gone).  A
+     * communicator that failed to come up was made outside the loop's
+     * callbacks (redcoll_tcp_comm_create): its handles close now. */
+    close_all(t);
+    if (!t->nb_init)
+      for (int i = 0; i < 100 && t->handles > 0; i++) uv_run(t->loop, UV_RUN_NOWAIT);
+    int later = t->handles > 0;
+    t->dying = later;
+    t->gone = tcp_free;
+    if (t->mu_init) pthread_mutex_unlock(&t->mu);
+    if (!later) tcp_free(t);
+    return;
+  }
+  if (t->mu_init) redcoll__tcp_progress(t, ctl_flushed, NULL, uv_hrtime() + 500000000u);
+  close_all(t);
+  uv_run(t->loop, UV_RUN_DEFAULT);
+  if (uv_loop_close(t->loop) != 0)
+    redcoll__log(1, "tcp rank %d: event loop still busy at close", t->rank);
+  if (t->mu_init) pthread_mutex_unlock(&t->mu);
+  tcp_free(t);
 }
 
 static uint64_t tcp_now(void *impl) {
@@ -463,12 +877,13 @@ static int tcp_info(void *impl, redcoll_transport_info *info) {
   info->beta = 1e-9;
   info->gamma = 2.5e-10;
   info->ranks_per_cpu = ranks_per_cpu(t);
-  info->caps = REDCOLL_TRANSPORT_CAP_CHANNELS | REDCOLL_TRANSPORT_CAP_THREADS;
+  /* On the embedder's loop one thread, the loop's, makes every call. */
+  info->caps = REDCOLL_TRANSPORT_CAP_CHANNELS | (t->ext ? 0 : REDCOLL_TRANSPORT_CAP_THREADS);
   return REDCOLL_OK;
 }
 
 static const redcoll_transport_ops tcp_ops = {
-    .version = 3,
+    .version = REDCOLL_TRANSPORT_VERSION,
     .charge = NULL,
     .abort = NULL, /* the core cancels channel groups instead */
     .destroy = tcp_destroy,
@@ -477,6 +892,9 @@ static const redcoll_transport_ops tcp_ops = {
     .exchange = tcp_exchange,
     .cancel = tcp_cancel,
     .close = tcp_close,
+    .post = tcp_post,
+    .progress = tcp_progress,
+    .fd = tcp_fd,
 };
 
 /* ---- construction --------------------------------------------------------- */
@@ -522,12 +940,14 @@ REDCOLL_API int redcoll_tcp_comm_create(const redcoll_tcp_config *cfg, redcoll_c
     rc = REDCOLL_ENOMEM;
     goto fail;
   }
-  if (uv_loop_init(&t->loop) != 0) {
+  for (int q = 0; q < cfg->size; q++) t->peers[q].t = t;
+  t->ext = cfg->loop != NULL;
+  t->loop = t->ext ? cfg->loop : &t->own_loop;
+  if (!t->ext && uv_loop_init(&t->own_loop) != 0) {
     rc = REDCOLL_ENOMEM;
     goto fail;
   }
   t->loop_init = 1;
-  t->loop.data = t;
   rc = redcoll__tcp_wait_init(t);
   if (rc != REDCOLL_OK) goto fail;
   ignore_sigpipe();
@@ -537,9 +957,15 @@ REDCOLL_API int redcoll_tcp_comm_create(const redcoll_tcp_config *cfg, redcoll_c
   rc = redcoll__tcp_auth_init(t, cfg->secret);
   if (rc == REDCOLL_OK) rc = redcoll__tcp_bootstrap(t, cfg);
   if (rc != REDCOLL_OK) goto fail;
+  if (t->ext) {
+    if (t->listener_init) uv_unref((uv_handle_t *)&t->listener);
+    if ((rc = ext_init(t)) != REDCOLL_OK) goto fail;
+  }
 #ifdef REDCOLL_HAVE_SHM
-  /* The ranks of this host through shared memory (src/transport/shm/host.c). */
-  if (!cfg->no_shm) {
+  /* The ranks of this host through shared memory (src/transport/shm/host.c);
+   * not on the program's loop, whose one thread the shared-memory path's
+   * helper threads would break. */
+  if (!cfg->no_shm && !t->ext) {
     rc = redcoll__shm_host_split(&tcp_ops, t, cfg->rank, cfg->size, t->job, t->timeout_ms, out);
     if (rc == REDCOLL_OK) return rc; /* t belongs to the new transport */
     if (rc != REDCOLL__ENV_UNSET) goto fail;
@@ -576,6 +1002,26 @@ REDCOLL_API int redcoll_tcp_comm_set_wait_timeout(redcoll_comm *c, uint64_t time
   if (t == NULL) return REDCOLL_EINVAL;
   pthread_mutex_lock(&t->mu);
   t->timeout_ms = timeout_ms ? timeout_ms : REDCOLL_TCP_DEFAULT_WAIT_TIMEOUT_MS;
+  pthread_mutex_unlock(&t->mu);
+  return REDCOLL_OK;
+}
+
+REDCOLL_API int redcoll_tcp_comm_poll_timeout(redcoll_comm *c, int *ms) {
+  redcoll__tcp *t = redcoll__comm_transport(c, &tcp_ops);
+  if (t == NULL || ms == NULL) return REDCOLL_EINVAL;
+  pthread_mutex_lock(&t->mu);
+  if (t->leader) {
+    *ms = 0; /* another thread runs the loop now: it may have news */
+  } else {
+    uv_update_time(t->loop);
+    *ms = uv_backend_timeout(t->loop);
+    uint64_t d = next_deadline(t), now = uv_hrtime();
+    if (d != UINT64_MAX) {
+      uint64_t left = d > now ? (d - now + 999999) / 1000000 : 0;
+      if (left > INT_MAX) left = INT_MAX;
+      if (*ms < 0 || (uint64_t)*ms > left) *ms = (int)left;
+    }
+  }
   pthread_mutex_unlock(&t->mu);
   return REDCOLL_OK;
 }

@@ -31,6 +31,15 @@
  * payload, so that empty ones are bounded too. */
 #define REDCOLL__TCP_UNEXPECTED_MAX ((uint64_t)64 << 20)
 #define REDCOLL__TCP_UMSG_COST 64
+/* On the program's loop (redcoll_tcp_config.loop) the transport keeps each
+ * turn of the loop short, so that the program's timers stay on time: a
+ * read takes at most REDCOLL__TCP_EXT_READ bytes, a connection reads at
+ * most REDCOLL__TCP_EXT_TURN bytes per turn (then pauses until the next),
+ * and a send tries the socket with at most REDCOLL__TCP_EXT_WRITE bytes at
+ * once, leaving the rest to the loop. */
+#define REDCOLL__TCP_EXT_READ ((size_t)256 << 10)
+#define REDCOLL__TCP_EXT_TURN ((size_t)1 << 20)
+#define REDCOLL__TCP_EXT_WRITE ((size_t)1 << 20)
 
 typedef struct redcoll__tcp redcoll__tcp;
 typedef struct redcoll__tcp_conn redcoll__tcp_conn;
@@ -81,6 +90,8 @@ struct redcoll__tcp_conn {
   size_t rlo, rhi;
   int into_rb; /* the pending read goes to rb */
   int lost;
+  size_t turn_bytes; /* read in this turn of the program's loop */
+  int paused;        /* stopped reading until its next turn */
   unsigned char hello[2 * REDCOLL__TCP_HDR + REDCOLL__TCP_HELLO_LEN + REDCOLL__AUTH_NONCE];
   uv_write_t hello_req;
   redcoll__tcp_conn *next, *prev;
@@ -148,6 +159,7 @@ typedef struct redcoll__tcp_group {
 } redcoll__tcp_group;
 
 typedef struct redcoll__tcp_peer {
+  struct redcoll__tcp *t;
   redcoll__tcp_addr addr;
   redcoll__tcp_conn *out, *in;
   uv_timer_t retry;
@@ -186,8 +198,12 @@ typedef struct redcoll__tcp_peer {
 } redcoll__tcp_peer;
 
 struct redcoll__tcp {
-  uv_loop_t loop;
+  /* The loop every handle of the transport lives on: own_loop, or the
+   * embedder's (redcoll_tcp_config.loop; ext 1), which its thread runs. */
+  uv_loop_t *loop;
+  uv_loop_t own_loop;
   int loop_init;
+  int ext;
   /* Threads (wait.c): every libuv call and every field is under mu; one
    * thread at a time, the leader, runs the loop, and polls its descriptor
    * with mu released; the others wait on cv.  wake interrupts the poll. */
@@ -232,6 +248,26 @@ struct redcoll__tcp {
   uint64_t job;            /* the job id every HELLO must carry */
   uint64_t number;         /* and the communicator's number (wire.h) */
   uint32_t table_cpus;     /* the rendezvous table's CPU count (0: none) */
+  /* Posted exchanges (tcp.c, transport.h version 4): those still running
+   * in the order posted, and those finished whose done is still to be
+   * called; gen counts the rounds of done calls, so that a thread in
+   * progress sees that another one finished something. */
+  struct redcoll__tcp_pop *pend, *pend_tail, *fin, *fin_tail;
+  uint64_t gen;
+  /* On the embedder's loop (ext): a check handle that finishes posted
+   * exchanges after every poll (ref'd while some are running, so that the
+   * loop stays alive for them), an idle one that makes the next turn not
+   * wait (an exchange finished outside a callback), a timer for their
+   * deadlines; in_cb: one of their callbacks is on the stack (a done, the
+   * embedder's request callbacks); handles: the transport's handles not
+   * closed yet, and dying: destroyed, freed by the last close. */
+  uv_check_t nb_check;
+  uv_idle_t nb_idle;
+  uv_timer_t nb_timer;
+  int nb_init, in_cb, dying;
+  long handles;
+  /* Frees t (tcp.c): called by the last close callback once dying. */
+  void (*gone)(struct redcoll__tcp *t);
   int auth;                /* a secret is set: connections authenticate */
   unsigned char key[32];   /* SHA-256 of the secret */
 };

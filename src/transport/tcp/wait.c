@@ -14,7 +14,14 @@
  *     leader's poll (t->wake) so that the loop sees it.
  *
  * So a blocking call costs no thread of its own, and a collective in one
- * thread progresses the messages of every other thread's. */
+ * thread progresses the messages of every other thread's.  The posted
+ * exchanges of nonblocking collectives wait here too (tcp.c's progress,
+ * whose condition is "an exchange is over, or another thread has called
+ * the dones of some"); their dones are called after this returns, with no
+ * thread leading.  On the program's own loop (t->ext) one thread makes
+ * every call, the mutex is recursive (the loop's callbacks may call in
+ * again), and the transport's handles are unref'd, so the leader refs the
+ * wake-up while it runs the loop. */
 #include <limits.h>
 #include <poll.h>
 #include <sched.h>
@@ -31,12 +38,24 @@ int redcoll__tcp_wait_init(redcoll__tcp *t) {
   int r = pthread_cond_init(&t->cv, &ca);
   pthread_condattr_destroy(&ca);
   if (r != 0) return REDCOLL_ENOMEM;
-  if (pthread_mutex_init(&t->mu, NULL) != 0) {
+  /* On the embedder's loop one thread makes every call, and the loop's
+   * callbacks (a request's, a timer's) may call the transport again while
+   * a call of that thread holds the mutex and runs the loop. */
+  pthread_mutexattr_t ma;
+  if (pthread_mutexattr_init(&ma) != 0) {
+    pthread_cond_destroy(&t->cv);
+    return REDCOLL_ENOMEM;
+  }
+  if (t->ext) pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
+  r = pthread_mutex_init(&t->mu, &ma);
+  pthread_mutexattr_destroy(&ma);
+  if (r != 0) {
     pthread_cond_destroy(&t->cv);
     return REDCOLL_ENOMEM;
   }
   t->mu_init = 1;
-  if (uv_async_init(&t->loop, &t->wake, on_wake) != 0) return REDCOLL_ENOMEM;
+  if (uv_async_init(t->loop, &t->wake, on_wake) != 0) return REDCOLL_ENOMEM;
+  if (t->ext) uv_unref((uv_handle_t *)&t->wake);
   t->wake_init = 1;
   return REDCOLL_OK;
 }
@@ -80,7 +99,11 @@ int redcoll__tcp_progress(redcoll__tcp *t, int (*done)(redcoll__tcp *, void *), 
     }
     t->leader = 1;
     led = 1;
-    uv_run(&t->loop, UV_RUN_NOWAIT);
+    /* On the embedder's loop the transport's handles are unref'd, and
+     * uv_run does nothing on a loop that is not alive. */
+    if (t->ext) uv_ref((uv_handle_t *)&t->wake);
+    uv_run(t->loop, UV_RUN_NOWAIT);
+    if (t->ext) uv_unref((uv_handle_t *)&t->wake);
     pthread_cond_broadcast(&t->cv);
     if (done(t, arg)) break;
     int ms;
@@ -88,13 +111,13 @@ int redcoll__tcp_progress(redcoll__tcp *t, int (*done)(redcoll__tcp *, void *), 
       ms = 0; /* poll, yielding the CPU (redcoll__spin_ns) */
     } else {
       spin_until = 0;
-      ms = uv_backend_timeout(&t->loop);
+      ms = uv_backend_timeout(t->loop);
       now = uv_hrtime();
       uint64_t left = deadline_ns > now ? (deadline_ns - now + 999999) / 1000000 : 0;
       if (left > INT_MAX) left = INT_MAX;
       if (ms < 0 || (uint64_t)ms > left) ms = (int)left;
     }
-    struct pollfd pfd = {.fd = uv_backend_fd(&t->loop), .events = POLLIN};
+    struct pollfd pfd = {.fd = uv_backend_fd(t->loop), .events = POLLIN};
     pthread_mutex_unlock(&t->mu);
     if (ms == 0) sched_yield();
     else poll(&pfd, 1, ms);
