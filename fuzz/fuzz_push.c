@@ -18,7 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   push_frame f;
   if (redcoll__push_frame_decode(data, size, ranks, &f) != REDCOLL_OK) return 0;
   if (f.src < 0 || f.src >= ranks) abort();
-  if (f.type < PUSH_DATA || f.type > PUSH_CLOSE) abort();
+  if (f.type < PUSH_DATA || f.type > PUSH_BYE) abort();
   if (f.type != PUSH_DATA && f.len != 0) abort();
   if (f.len != size - PUSH_HEADER || f.payload != data + PUSH_HEADER) abort();
   unsigned char back[PUSH_HEADER];

@@ -28,7 +28,7 @@ def prefix(world, rank, job=JOB):
     return bytes([world - 1, rank]) + struct.pack('<Q', job)
 
 
-PDATA, PCANCEL, PABORT, PCLOSE = range(1, 5)
+PDATA, PCANCEL, PABORT, PCLOSE, PBYE = range(1, 6)
 
 
 def push(ftype, src, status, chan, tag, payload=b''):
@@ -64,6 +64,7 @@ SEEDS = {
         'cancel': push(PCANCEL, 0, -8, 8, 0),
         'abort': push(PABORT, 0, -8, 0, 0),
         'close': push(PCLOSE, 0, 0, 12, 0),
+        'bye': push(PBYE, 0, 0, 0, 0),
         'bad_magic': b'XCPM' + push(PDATA, 0, 0, 0, 0)[4:],
     },
 }

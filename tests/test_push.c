@@ -362,42 +362,67 @@ static void flag_cb(redcoll_request *req, int status, void *arg) {
   atomic_store((_Atomic int *)arg, status == REDCOLL_OK ? 1 : -1);
 }
 
-/* Rank 1 of a reduce to rank 0 only sends: its request finishes in a
- * progress call.  Without the thread nothing of rank 1's calls one while
- * it computes; with it, the callback comes by itself. */
+/* Rank 0 stays silent; rank 1's ibcast from rank 0 has a 100 ms deadline,
+ * and rank 1 only waits for its callback.  Deadlines are checked in
+ * progress: without the thread nothing calls it and the callback does not
+ * come; with it, the callback says ETIMEDOUT by itself. */
+static int progress_thread_on;
+
 static int body_progress_thread(world *w, int rank, redcoll_comm *c) {
-  int64_t v = rank + 5, s = 0;
-  /* linear: rank 1 sends its vector to rank 0 and receives nothing */
-  if (redcoll_comm_set_algorithm(c, REDCOLL_COLL_REDUCE, REDCOLL_ALGO_LINEAR) != REDCOLL_OK)
-    return -5900;
-  for (int on = 0; on <= 1; on++) {
-    if (on && redcoll_comm_set_progress_thread(c, 1) != REDCOLL_OK) return -6000;
-    _Atomic int flag = 0;
-    redcoll_request *req;
-    int rc = redcoll_ireduce(c, &v, &s, 1, REDCOLL_INT64, REDCOLL_SUM, 0, &req);
-    if (rc != REDCOLL_OK) return rc;
-    redcoll_request_set_callback(req, flag_cb, &flag);
-    if (rank == 1) {
-      /* "Computing": no redcoll call for a while. */
-      for (int i = 0; i < 200 && atomic_load(&flag) == 0; i++) usleep(5000);
-      int seen = atomic_load(&flag);
-      atomic_store(&w->step, on + 1);
-      if (seen != on) return -6100 - on;
-    }
-    rc = redcoll_wait(req);
-    if (rc != REDCOLL_OK) return rc;
-    if (rank == 0 && s != 11) return -6200;
-    /* Rank 0 sends nothing to rank 1 (whose deliveries would move its
-     * request on too) until rank 1 has looked. */
-    while (rank == 0 && atomic_load(&w->step) != on + 1) usleep(1000);
-    if (redcoll_barrier(c) != REDCOLL_OK) return -6300;
+  if (rank == 0) {
+    while (atomic_load(&w->step) == 0) usleep(1000);
+    return REDCOLL_OK;
   }
-  return redcoll_comm_set_progress_thread(c, 0);
+  int on = progress_thread_on;
+  if (on && redcoll_comm_set_progress_thread(c, 1) != REDCOLL_OK) return -6000;
+  redcoll_comm_set_deadline(c, 100);
+  _Atomic int flag = 0;
+  int64_t v = 0;
+  redcoll_request *req;
+  int rc = redcoll_ibcast(c, &v, 1, REDCOLL_INT64, 0, &req);
+  if (rc != REDCOLL_OK) return rc;
+  redcoll_request_set_callback(req, flag_cb, &flag);
+  /* "Computing": no redcoll call for a while. */
+  for (int i = 0; i < 200 && atomic_load(&flag) == 0; i++) usleep(5000);
+  int seen = atomic_load(&flag);
+  atomic_store(&w->step, 1);
+  rc = redcoll_wait(req);
+  if (seen != (on ? -1 : 0)) return -6100 - on;
+  return rc;
 }
 
 static void progress_thread(void) {
   world *w = malloc(sizeof *w);
-  CHECK_INT(run_world(w, 2, 10000, body_progress_thread), REDCOLL_OK);
+  for (progress_thread_on = 0; progress_thread_on <= 1; progress_thread_on++) {
+    CHECK_INT(run_world(w, 2, 10000, body_progress_thread), REDCOLL_OK);
+    CHECK_INT(w->status[0], REDCOLL_OK);
+    CHECK_MSG(w->status[1] == REDCOLL_ETIMEDOUT, "progress thread %d: rank 1: %d",
+              progress_thread_on, w->status[1]);
+  }
+  free(w);
+}
+
+/* A send alone finishes inside post: a leaf of a linear reduce is done
+ * before any progress call, its callback already run. */
+static int body_send_in_place(world *w, int rank, redcoll_comm *c) {
+  int64_t v = rank + 5, s = 0;
+  if (redcoll_comm_set_algorithm(c, REDCOLL_COLL_REDUCE, REDCOLL_ALGO_LINEAR) != REDCOLL_OK)
+    return -5900;
+  _Atomic int flag = 0;
+  redcoll_request *req;
+  int rc = redcoll_ireduce(c, &v, &s, 1, REDCOLL_INT64, REDCOLL_SUM, 0, &req);
+  if (rc != REDCOLL_OK) return rc;
+  redcoll_request_set_callback(req, flag_cb, &flag);
+  if (rank == 1 && atomic_load(&flag) != 1) return -5800;
+  rc = redcoll_wait(req);
+  if (rank == 0 && s != 11) return -5700;
+  (void)w;
+  return rc;
+}
+
+static void send_finishes_in_post(void) {
+  world *w = malloc(sizeof *w);
+  CHECK_INT(run_world(w, 2, 10000, body_send_in_place), REDCOLL_OK);
   for (int r = 0; r < 2; r++) CHECK_MSG(w->status[r] == REDCOLL_OK, "rank %d: %d", r, w->status[r]);
   free(w);
 }
@@ -446,5 +471,6 @@ static void bad_arguments(void) {
 }
 
 TEST_MAIN(TEST(blocking_collectives), TEST(nonblocking_many), TEST(fault_mute_and_junk),
-          TEST(fault_peer_lost), TEST(progress_thread), TEST(blocking_transport_runs_at_once),
+          TEST(fault_peer_lost), TEST(progress_thread), TEST(send_finishes_in_post),
+          TEST(blocking_transport_runs_at_once),
           TEST(bad_arguments))

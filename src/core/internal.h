@@ -149,8 +149,10 @@ struct redcoll_comm {
 /* The transport's count of ranks per CPU (select/tuning.c); every rank must
  * report the same. */
 void redcoll__comm_set_ranks_per_cpu_detected(redcoll_comm *c, double ranks_per_cpu);
-/* At the start of each collective: its deadline on the transport's clock
- * from the communicator's timeout (version 3 transports). */
+/* A deadline starting now on the transport's clock from the
+ * communicator's timeout (version 3 transports); UINT64_MAX: none. */
+uint64_t redcoll__comm_deadline(const redcoll_comm *c);
+/* At the start of each collective: c->deadline_ns from the above. */
 void redcoll__comm_start_deadline(redcoll_comm *c);
 /* A new communicator on c's transport: rank `rank` of `size`, map (size
  * entries, taken over; NULL: c's transport ranks) and channel base `ch`,
@@ -200,6 +202,7 @@ typedef struct redcoll__call {
   size_t esize;          /* bytes per element */
   int root;
   int in_place;
+  int calibrate;         /* measure the cost model first (select/calibrate.c) */
   void *total;           /* exscan_total: the total's buffer, else NULL */
   /* alltoallv: counts and displs are the send side, rcounts and rdispls the
    * receive side; gatherv and scatterv: counts (every rank) and displs

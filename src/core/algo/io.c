@@ -115,16 +115,16 @@ static int posted(redcoll_comm *c, const redcoll_transport_ctx *ctx,
 /* One exchange with the running collective's tag and deadline: through a
  * version 3 transport's exchange member, or an earlier version's send,
  * recv or sendrecv.  dst or src < 0: that side is absent. */
-static int exchange_on(redcoll_comm *c, unsigned sub, uint64_t collective, int dst, uint64_t stag,
-                       const void *sbuf, size_t slen, int src, uint64_t rtag, void *rbuf,
-                       size_t rlen) {
+static int exchange_on(redcoll_comm *c, unsigned sub, uint64_t collective, uint64_t deadline_ns,
+                       int dst, uint64_t stag, const void *sbuf, size_t slen, int src,
+                       uint64_t rtag, void *rbuf, size_t rlen) {
   const redcoll_transport_ops *o = c->ops;
   if (dst >= 0) dst = redcoll__peer(c, dst);
   if (src >= 0) src = redcoll__peer(c, src);
   if (o->version >= 3) {
     /* Without channels everything travels on the communicator's one. */
     uint64_t ch = c->channel + (c->ep->caps & REDCOLL_TRANSPORT_CAP_CHANNELS ? sub : 0);
-    redcoll_transport_ctx ctx = {c->deadline_ns, collective, ch};
+    redcoll_transport_ctx ctx = {deadline_ns, collective, ch};
     redcoll_transport_msg s = {dst, stag, (void *)sbuf, slen}, r = {src, rtag, rbuf, rlen};
     const redcoll_transport_msg *sp = dst >= 0 ? &s : NULL, *rp = src >= 0 ? &r : NULL;
     int rc;
@@ -140,8 +140,8 @@ static int exchange_on(redcoll_comm *c, unsigned sub, uint64_t collective, int d
 /* One exchange of the running collective. */
 static int exchange(redcoll_comm *c, int dst, const void *sbuf, size_t slen, int src, void *rbuf,
                     size_t rlen) {
-  return exchange_on(c, REDCOLL__CH_COLL, c->seq, dst, c->tag, sbuf, slen, src, c->tag, rbuf,
-                     rlen);
+  return exchange_on(c, REDCOLL__CH_COLL, c->seq, c->deadline_ns, dst, c->tag, sbuf, slen, src,
+                     c->tag, rbuf, rlen);
 }
 
 int redcoll__send(redcoll_comm *c, int dst, const void *buf, size_t len) {
@@ -175,8 +175,10 @@ void redcoll__reduce(const redcoll__call *call, void *out, const void *left, con
  * and the failure handling of a collective's call. */
 int redcoll__p2p(redcoll_comm *c, int dst, uint64_t stag, const void *sbuf, size_t slen, int src,
                  uint64_t rtag, void *rbuf, size_t rlen) {
-  int rc = exchange_on(c, REDCOLL__CH_P2P, 0, dst, stag, sbuf, slen, src, rtag, rbuf, rlen);
-  c->deadline_ns = UINT64_MAX;
+  /* Its own deadline: a nonblocking collective of c may be between two
+   * steps on another thread, with its deadline in c. */
+  int rc = exchange_on(c, REDCOLL__CH_P2P, 0, redcoll__comm_deadline(c), dst, stag, sbuf, slen,
+                       src, rtag, rbuf, rlen);
   if (rc == REDCOLL_OK) return rc;
   return fail_io(c, rc, "point-to-point", dst, src);
 }

@@ -73,6 +73,12 @@ static double now_us(void) {
  * the collective, its size, the algorithm and why, and the time taken. */
 static int run(redcoll__call *call) {
   redcoll_comm *c = call->comm;
+  if (call->calibrate) {
+    /* The first choice AUTO makes on c: measure the model first, as a
+     * step of this collective (on a nonblocking one's fiber, posted). */
+    int rc = redcoll__calibrate(c);
+    if (rc != REDCOLL_OK) return rc;
+  }
   redcoll_algo a = c->algo[call->coll];
   int forced = a != REDCOLL_ALGO_AUTO;
   if (!forced) a = redcoll__select(call);
@@ -383,11 +389,7 @@ static int enter(redcoll_comm *c, const coll_args *a, redcoll_request **req) {
     rc = z.total == 0 ? REDCOLL_OK : one_rank(&call, shapes[a->coll].flags, &z);
     return req == NULL ? rc : redcoll__nb_finished(c, rc, req);
   }
-  if (c->algo[a->coll] == REDCOLL_ALGO_AUTO && redcoll__calibration_due(c)) {
-    /* The first choice AUTO makes here: measure the model first. */
-    redcoll__nb_drain(c);
-    if ((rc = redcoll__calibrate(c)) != REDCOLL_OK) return rc;
-  }
+  call.calibrate = c->algo[a->coll] == REDCOLL_ALGO_AUTO && redcoll__calibration_due(c);
   if (req != NULL) return redcoll__nb_start(&call, run, req);
   redcoll__nb_drain(c);
   return run(&call);

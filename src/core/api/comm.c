@@ -272,13 +272,14 @@ static uint64_t clock_ns(const redcoll_comm *c) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-void redcoll__comm_start_deadline(redcoll_comm *c) {
-  c->deadline_ns = UINT64_MAX;
-  if (c->ops->version < 3 || c->timeout_ms == 0) return;
+uint64_t redcoll__comm_deadline(const redcoll_comm *c) {
+  if (c->ops->version < 3 || c->timeout_ms == 0) return UINT64_MAX;
   uint64_t now = clock_ns(c), span = c->timeout_ms;
   span = span > (UINT64_MAX - now) / 1000000u ? UINT64_MAX - now : span * 1000000u;
-  c->deadline_ns = now + span;
+  return now + span;
 }
+
+void redcoll__comm_start_deadline(redcoll_comm *c) { c->deadline_ns = redcoll__comm_deadline(c); }
 
 REDCOLL_API uint64_t redcoll_comm_get_deadline(const redcoll_comm *c) {
   return c ? c->timeout_ms : 0;

@@ -15,7 +15,6 @@ REDCOLL_API int redcoll_send(redcoll_comm *c, int dst, uint32_t tag, const void 
   if (c == NULL || !check_peer(c, dst, buf, len)) return REDCOLL_EINVAL;
   int rc = redcoll_comm_error(c);
   if (rc != REDCOLL_OK) return rc;
-  redcoll__comm_start_deadline(c);
   return redcoll__p2p(c, dst, P2P_TAG(tag), buf, len, -1, 0, NULL, 0);
 }
 
@@ -23,7 +22,6 @@ REDCOLL_API int redcoll_recv(redcoll_comm *c, int src, uint32_t tag, void *buf, 
   if (c == NULL || !check_peer(c, src, buf, len)) return REDCOLL_EINVAL;
   int rc = redcoll_comm_error(c);
   if (rc != REDCOLL_OK) return rc;
-  redcoll__comm_start_deadline(c);
   return redcoll__p2p(c, -1, 0, NULL, 0, src, P2P_TAG(tag), buf, len);
 }
 
@@ -33,6 +31,5 @@ REDCOLL_API int redcoll_sendrecv(redcoll_comm *c, int dst, uint32_t stag, const 
     return REDCOLL_EINVAL;
   int rc = redcoll_comm_error(c);
   if (rc != REDCOLL_OK) return rc;
-  redcoll__comm_start_deadline(c);
   return redcoll__p2p(c, dst, P2P_TAG(stag), sbuf, slen, src, P2P_TAG(rtag), rbuf, rlen);
 }

@@ -46,7 +46,15 @@ struct redcoll_request {
   /* The collective's own state of the communicator while it runs (a
    * point-to-point call between two of its steps changes c's copy). */
   uint64_t tag, deadline_ns;
+  /* Its callback runs (on cb_thread); free_after_cb: redcoll_wait or
+   * redcoll_test was called from inside it and left the freeing to
+   * finish. */
+  int in_cb, free_after_cb;
+  pthread_t cb_thread;
 };
+
+/* How deep this thread is inside drive (callbacks run there). */
+static __thread int in_drive;
 
 static int has_post(const redcoll_comm *c) {
   return c->ops->version >= 4 && c->ops->post != NULL && c->ops->progress != NULL;
@@ -95,9 +103,37 @@ static void finish(redcoll__nb *nb, redcoll_request *r, int status) {
   r->status = status;
   redcoll_request_fn fn = r->fn;
   void *arg = r->arg;
-  __atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
+  if (fn == NULL) {
+    __atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&nb->mu);
+    return;
+  }
+  /* Finished only once the callback has returned: a waiter on another
+   * thread must not free r, or return, while it runs. */
+  r->in_cb = 1;
+  r->cb_thread = pthread_self();
   pthread_mutex_unlock(&nb->mu);
-  if (fn != NULL) fn(r, status, arg);
+  fn(r, status, arg);
+  pthread_mutex_lock(&nb->mu);
+  int free_it = r->free_after_cb;
+  if (!free_it) __atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
+  pthread_mutex_unlock(&nb->mu);
+  if (free_it) free(r);
+}
+
+/* redcoll_wait or redcoll_test from inside req's own callback: the status,
+ * and finish frees req once the callback returns.  0 elsewhere. */
+static int inside_own_callback(redcoll_request *req, int *status) {
+  redcoll__nb *nb = req->comm->nb;
+  pthread_mutex_lock(&nb->mu);
+  int inside = req->in_cb && !__atomic_load_n(&req->done, __ATOMIC_ACQUIRE) &&
+               pthread_equal(req->cb_thread, pthread_self());
+  if (inside) {
+    req->free_after_cb = 1;
+    *status = req->status;
+  }
+  pthread_mutex_unlock(&nb->mu);
+  return inside;
 }
 
 static void fiber_fn(void *arg) {
@@ -139,7 +175,9 @@ static void drive_on(redcoll_comm *c);
 static void drive(redcoll_comm *c) {
   redcoll__nb *nb = c->nb;
   __atomic_add_fetch(&nb->driving, 1, __ATOMIC_ACQ_REL);
+  in_drive++;
   drive_on(c);
+  in_drive--;
   __atomic_sub_fetch(&nb->driving, 1, __ATOMIC_ACQ_REL);
 }
 
@@ -192,7 +230,9 @@ static int progress_ep(redcoll__endpoint *ep, uint64_t until_ns);
  * in slices. */
 static void *bg_main(void *arg) {
   redcoll__endpoint *ep = arg;
+  pthread_mutex_lock(&ep->mu); /* published by the creator, who holds it */
   redcoll__bg *bg = ep->bg;
+  pthread_mutex_unlock(&ep->mu);
   for (;;) {
     pthread_mutex_lock(&bg->mu);
     while (!bg->stop && __atomic_load_n(&ep->outstanding, __ATOMIC_ACQUIRE) == 0)
@@ -207,15 +247,22 @@ static void *bg_main(void *arg) {
 /* A request starts: counted, and the progress thread woken. */
 static void bg_wake(redcoll__endpoint *ep) {
   if (__atomic_add_fetch(&ep->outstanding, 1, __ATOMIC_ACQ_REL) != 1) return;
-  redcoll__bg *bg = __atomic_load_n(&ep->bg, __ATOMIC_ACQUIRE);
-  if (bg == NULL) return;
-  pthread_mutex_lock(&bg->mu);
-  pthread_cond_signal(&bg->cv);
-  pthread_mutex_unlock(&bg->mu);
+  /* ep->mu: the thread is not stopped and freed meanwhile. */
+  pthread_mutex_lock(&ep->mu);
+  redcoll__bg *bg = ep->bg;
+  if (bg != NULL) {
+    pthread_mutex_lock(&bg->mu);
+    pthread_cond_signal(&bg->cv);
+    pthread_mutex_unlock(&bg->mu);
+  }
+  pthread_mutex_unlock(&ep->mu);
 }
 
 void redcoll__nb_ep_stop(redcoll__endpoint *ep) {
+  pthread_mutex_lock(&ep->mu);
   redcoll__bg *bg = ep->bg;
+  ep->bg = NULL;
+  pthread_mutex_unlock(&ep->mu);
   if (bg == NULL) return;
   pthread_mutex_lock(&bg->mu);
   bg->stop = 1;
@@ -225,7 +272,6 @@ void redcoll__nb_ep_stop(redcoll__endpoint *ep) {
   pthread_cond_destroy(&bg->cv);
   pthread_mutex_destroy(&bg->mu);
   free(bg);
-  ep->bg = NULL;
 }
 
 REDCOLL_API int redcoll_comm_set_progress_thread(redcoll_comm *c, int on) {
@@ -236,22 +282,25 @@ REDCOLL_API int redcoll_comm_set_progress_thread(redcoll_comm *c, int on) {
     return REDCOLL_OK;
   }
   if (!has_post(c) || !(ep->caps & REDCOLL_TRANSPORT_CAP_THREADS)) return REDCOLL_ENOTSUP;
-  if (ep->bg != NULL) return REDCOLL_OK;
+  if (__atomic_load_n(&ep->bg, __ATOMIC_ACQUIRE) != NULL) return REDCOLL_OK;
   redcoll__bg *bg = calloc(1, sizeof *bg);
   if (bg == NULL) return REDCOLL_ENOMEM;
   if (pthread_mutex_init(&bg->mu, NULL) != 0 || pthread_cond_init(&bg->cv, NULL) != 0) {
     free(bg);
     return REDCOLL_ENOMEM;
   }
-  __atomic_store_n(&ep->bg, bg, __ATOMIC_RELEASE);
-  if (pthread_create(&bg->thread, NULL, bg_main, ep) != 0) {
-    ep->bg = NULL;
+  /* The thread reads its record through ep->bg: published first. */
+  pthread_mutex_lock(&ep->mu);
+  ep->bg = bg;
+  int rc = pthread_create(&bg->thread, NULL, bg_main, ep) != 0 ? REDCOLL_ENOMEM : REDCOLL_OK;
+  if (rc != REDCOLL_OK) ep->bg = NULL;
+  pthread_mutex_unlock(&ep->mu);
+  if (rc != REDCOLL_OK) {
     pthread_cond_destroy(&bg->cv);
     pthread_mutex_destroy(&bg->mu);
     free(bg);
-    return REDCOLL_ENOMEM;
   }
-  return REDCOLL_OK;
+  return rc;
 }
 
 int redcoll__nb_finished(redcoll_comm *c, int status, redcoll_request **req) {
@@ -296,10 +345,21 @@ int redcoll__nb_start(const redcoll__call *call, int (*run)(redcoll__call *call)
   if (!first) return REDCOLL_OK;
   int rc = start_head(c, nb);
   if (rc != REDCOLL_OK) {
-    pop_head(nb);
+    redcoll_request *next = pop_head(nb);
     __atomic_sub_fetch(&c->ep->outstanding, 1, __ATOMIC_ACQ_REL);
     *req = NULL;
     free(r);
+    /* Requests another thread queued meanwhile start, or fail, in turn. */
+    while (next != NULL) {
+      int next_rc = start_head(c, nb);
+      if (next_rc == REDCOLL_OK) {
+        drive(c);
+        break;
+      }
+      redcoll_request *failed = next;
+      next = pop_head(nb);
+      finish(nb, failed, next_rc);
+    }
     return rc;
   }
   drive(c);
@@ -354,9 +414,11 @@ static void wait_done(redcoll_request *r) {
 
 REDCOLL_API int redcoll_wait(redcoll_request *req) {
   if (req == NULL) return REDCOLL_OK;
+  int status;
+  if (inside_own_callback(req, &status)) return status;
   wait_done(req);
   if (!is_done(req)) return __atomic_load_n(&req->comm->error, __ATOMIC_ACQUIRE);
-  int status = req->status;
+  status = req->status;
   free(req);
   return status;
 }
@@ -364,13 +426,18 @@ REDCOLL_API int redcoll_wait(redcoll_request *req) {
 REDCOLL_API int redcoll_test(redcoll_request *req, int *done) {
   if (req == NULL || done == NULL) return REDCOLL_EINVAL;
   *done = 0;
+  int status;
+  if (inside_own_callback(req, &status)) {
+    *done = 1;
+    return status;
+  }
   if (!is_done(req)) {
     int rc = progress(req->comm, 0);
     if (rc != REDCOLL_OK && !is_done(req)) return rc;
     if (!is_done(req)) return REDCOLL_OK;
   }
   *done = 1;
-  int status = req->status;
+  status = req->status;
   free(req);
   return status;
 }
@@ -413,11 +480,13 @@ REDCOLL_API int redcoll_comm_fd(redcoll_comm *c) {
   return c->ops->fd(c->impl);
 }
 
+/* No request queued or running, and (outside a drive of this thread) no
+ * callback still running on another thread. */
 static int queue_empty(redcoll__nb *nb) {
   pthread_mutex_lock(&nb->mu);
   int empty = nb->head == NULL;
   pthread_mutex_unlock(&nb->mu);
-  return empty;
+  return empty && (in_drive > 0 || __atomic_load_n(&nb->driving, __ATOMIC_ACQUIRE) == 0);
 }
 
 void redcoll__nb_drain(redcoll_comm *c) {
@@ -446,7 +515,18 @@ void redcoll__nb_free(redcoll_comm *c) {
                     "they are aborted",
                  c->rank);
     redcoll__fail(c, REDCOLL_EABORTED);
+    /* fail does not tell the peers of an EABORTED (it came from one); this
+     * one is ours, and cancelling also ends the running exchange. */
+    redcoll__comm_tell_peers(c, REDCOLL_EABORTED);
     redcoll__nb_drain(c);
+    if (!queue_empty(nb)) {
+      /* The transport failed to end them: an op may still be posted on nb,
+       * which therefore stays allocated. */
+      redcoll__log(0, "rank %d: nonblocking collectives left unfinished at destruction",
+                   c->rank);
+      c->nb = NULL;
+      return;
+    }
   }
   /* A progress thread may still be leaving drive after the last request. */
   while (__atomic_load_n(&nb->driving, __ATOMIC_ACQUIRE) != 0) sched_yield();

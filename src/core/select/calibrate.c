@@ -24,11 +24,15 @@
  * 262136 B = 1 ns/B and alpha = 2.008 - 0.008 = 2 us, exactly the
  * simulator's.
  *
- * When: at the first collective that lets AUTO choose, unless the model was
+ * When: at the first collective that lets AUTO choose (as that collective's
+ * first step, so a nonblocking one posts it like the rest), unless the model was
  * set (redcoll_comm_set_cost_model, a tuning file, REDCOLL_COST_MODEL), the
  * transport declares its model exact (REDCOLL_TRANSPORT_CAP_MODEL_EXACT:
  * the simulator), or REDCOLL_CALIBRATE=0 / redcoll_comm_set_calibration
- * turned it off; or whenever redcoll_comm_calibrate is called.
+ * turned it off; or whenever redcoll_comm_calibrate is called.  Whether
+ * to calibrate is decided by each rank alone: the settings above must be the
+ * same on every rank (as every setting AUTO depends on), else the ranks
+ * meet different collectives and fail with REDCOLL_EMISMATCH.
  */
 #include <stdlib.h>
 #include <time.h>
@@ -151,7 +155,7 @@ int redcoll__calibration_due(redcoll_comm *c) {
   /* A model from the environment or a tuning file wins. */
   if (redcoll__env("REDCOLL_COST_MODEL") != NULL || redcoll__env("REDCOLL_TUNING_FILE") != NULL)
     return 0;
-  c->cal_state = 0;
+  c->cal_state = 2; /* scheduled: the caller's collective runs it first */
   return 1;
 }
 

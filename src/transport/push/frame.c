@@ -63,11 +63,12 @@ int redcoll__push_frame_decode(const void *msg, size_t len, int size, push_frame
     if (f->chan % REDCOLL_TRANSPORT_CHANNEL_GROUP != 0) return REDCOLL_EPROTO;
     /* fall through */
   case PUSH_ABORT:
+  case PUSH_BYE:
     if (f->len != 0 || f->tag != 0) return REDCOLL_EPROTO;
-    if (f->type == PUSH_ABORT && f->chan != 0) return REDCOLL_EPROTO;
+    if ((f->type == PUSH_ABORT || f->type == PUSH_BYE) && f->chan != 0) return REDCOLL_EPROTO;
     /* A reason is a redcoll status: negative and small. */
-    if (f->type != PUSH_CLOSE && (f->status >= 0 || f->status < -1000)) return REDCOLL_EPROTO;
-    if (f->type == PUSH_CLOSE && f->status != 0) return REDCOLL_EPROTO;
+    if (f->type == PUSH_CLOSE || f->type == PUSH_BYE) return f->status == 0 ? REDCOLL_OK : REDCOLL_EPROTO;
+    if (f->status >= 0 || f->status < -1000) return REDCOLL_EPROTO;
     return REDCOLL_OK;
   default:
     return REDCOLL_EPROTO;

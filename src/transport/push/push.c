@@ -15,9 +15,11 @@
  * Completion: a posted op's done is never called under the mutex, because
  * it may post again.  An op finished by a delivery gets its done in that
  * redcoll_push_deliver call, after the mutex is dropped; one finished in
- * post (a send alone, a receive whose message had arrived) or by cancel,
- * abort, close or a lost peer goes to the ready list, which progress and
- * redcoll_push_deliver empty.  A blocking exchange's own op is a flag its
+ * post (a send alone, a receive whose message had arrived) gets it before
+ * post returns; one finished by cancel, abort, close, a lost peer or a
+ * deadline goes to the ready list, which progress and redcoll_push_deliver
+ * empty.  Deadlines are checked in progress: a program that only waits
+ * for callbacks runs progress now and then, or the progress thread.  A blocking exchange's own op is a flag its
  * thread waits on (condition variable), never a done.
  *
  * Deadlines: an op waits at most until its collective's deadline and at
@@ -77,7 +79,10 @@ typedef struct pgroup {
   struct pgroup *next;
   uint64_t base;
   int status;
-  int closed;
+  int closed;                 /* here */
+  int told;                   /* the peers were sent a CANCEL */
+  int *closed_by;             /* peers that closed it */
+  size_t nclosed_by;
 } pgroup;
 
 typedef struct push {
@@ -287,16 +292,30 @@ static int land(pop *o, uint64_t tag, const void *data, size_t len) {
   return REDCOLL_OK;
 }
 
-/* The status a new call on chan with these peers gets before it starts,
- * or REDCOLL_OK. */
-static int refused(push *t, uint64_t chan, int dst, int src) {
+/* The status a new call on chan gets before it starts (the transport or
+ * the communicator is finished), or REDCOLL_OK. */
+static int refused(push *t, uint64_t chan) {
   if (t->aborted != REDCOLL_OK) return t->aborted;
   pgroup *g = group_of(t, chan);
   if (g != NULL && g->closed) return REDCOLL_ETRANSPORT;
   if (g != NULL && g->status != REDCOLL_OK) return g->status;
-  if ((dst >= 0 && t->peers[dst].lost) || (src >= 0 && t->peers[src].lost))
-    return REDCOLL_ETRANSPORT;
   return REDCOLL_OK;
+}
+
+/* 1 if peer is gone for chan: lost, or it closed chan's communicator. */
+static int peer_gone(push *t, uint64_t chan, int peer) {
+  if (t->peers[peer].lost) return 1;
+  pgroup *g = group_of(t, chan);
+  for (size_t i = 0; g != NULL && i < g->nclosed_by; i++)
+    if (g->closed_by[i] == peer) return 1;
+  return 0;
+}
+
+/* 1 if a message from peer on chan is kept (it arrived before the peer
+ * went: it is still received). */
+static int has_kept(push *t, int peer, uint64_t chan) {
+  pchan *c = chan_of(t, peer, chan, 0);
+  return c != NULL && c->kh != NULL;
 }
 
 /* Registers o's receive: matched at once against a kept message (1), or
@@ -358,7 +377,9 @@ static void tell_all(push *t, int type, uint64_t chan, int status) {
 static int start(push *t, const redcoll_transport_ctx *ctx, const redcoll_transport_msg *send,
                  const redcoll_transport_msg *recv, pop *o, int *matched) {
   pthread_mutex_lock(&t->mu);
-  int rc = refused(t, ctx->channel, send ? send->peer : -1, recv ? recv->peer : -1);
+  int rc = refused(t, ctx->channel);
+  if (rc == REDCOLL_OK && send != NULL && peer_gone(t, ctx->channel, send->peer))
+    rc = REDCOLL_ETRANSPORT;
   pthread_mutex_unlock(&t->mu);
   if (rc != REDCOLL_OK) return rc;
   if (send != NULL) {
@@ -373,7 +394,10 @@ static int start(push *t, const redcoll_transport_ctx *ctx, const redcoll_transp
   o->buf = recv->buf;
   o->len = recv->len;
   pthread_mutex_lock(&t->mu);
-  rc = refused(t, ctx->channel, -1, recv->peer);
+  rc = refused(t, ctx->channel);
+  if (rc == REDCOLL_OK && !has_kept(t, recv->peer, ctx->channel) &&
+      peer_gone(t, ctx->channel, recv->peer))
+    rc = REDCOLL_ETRANSPORT;
   int m = rc == REDCOLL_OK ? recv_start(t, o, now_ns(), ctx->deadline_ns) : 1;
   pthread_mutex_unlock(&t->mu);
   if (rc != REDCOLL_OK) return rc;
@@ -427,11 +451,12 @@ static int push_post(void *impl, const redcoll_transport_ctx *ctx,
     return rc;
   }
   if (matched) {
-    /* Finished already; done is due in the next progress or delivery. */
-    pthread_mutex_lock(&t->mu);
-    finish_ready(t, o, recv != NULL ? o->status : REDCOLL_OK);
-    pthread_cond_broadcast(&t->cv);
-    pthread_mutex_unlock(&t->mu);
+    /* Finished already (a send alone, or a message that had arrived):
+     * done at once, so that the collective goes on without waiting for
+     * a progress call or a delivery. */
+    int status = recv != NULL ? o->status : REDCOLL_OK;
+    free(o);
+    op->done(op, status);
   }
   return REDCOLL_OK;
 }
@@ -474,8 +499,9 @@ static void push_cancel(void *impl, uint64_t channel, int status) {
   push *t = impl;
   pthread_mutex_lock(&t->mu);
   pgroup *g = group_make(t, channel);
-  int first = g != NULL && g->status == REDCOLL_OK && !g->closed;
+  int first = g != NULL && !g->told && !g->closed;
   if (g != NULL && g->status == REDCOLL_OK) g->status = status;
+  if (g != NULL) g->told = 1;
   fail_where(t, status, in_group, &channel);
   pthread_mutex_unlock(&t->mu);
   if (first) tell_all(t, PUSH_CANCEL, channel, status == REDCOLL_EABORTED ? status : REDCOLL_EABORTED);
@@ -532,6 +558,8 @@ static void push_close(void *impl, uint64_t channel) {
 
 static void push_destroy(void *impl) {
   push *t = impl;
+  /* Peers still waiting for this rank learn at once that it is gone. */
+  tell_all(t, PUSH_BYE, 0, 0);
   pthread_mutex_lock(&t->mu);
   fail_where(t, REDCOLL_ETRANSPORT, any_op, NULL);
   pthread_mutex_unlock(&t->mu);
@@ -552,6 +580,7 @@ static void push_destroy(void *impl) {
   while (t->groups != NULL) {
     pgroup *g = t->groups;
     t->groups = g->next;
+    free(g->closed_by);
     free(g);
   }
   free(t->peers);
@@ -614,7 +643,8 @@ REDCOLL_API int redcoll_push_comm_create(const redcoll_push_config *cfg, redcoll
 
 /* A DATA frame (mutex held): lands in a waiting receive (added to the
  * caller's done list) or is kept. */
-static void deliver_data(push *t, int src, const push_frame *f, pop **dh, pop **dt) {
+static void deliver_data(push *t, int src, const push_frame *f, pop **dh, pop **dt,
+                         uint64_t *cancel) {
   pgroup *g = group_of(t, f->chan);
   if (g != NULL && (g->closed || g->status != REDCOLL_OK)) return; /* dropped */
   if (t->aborted != REDCOLL_OK) return;
@@ -639,7 +669,11 @@ static void deliver_data(push *t, int src, const push_frame *f, pop **dh, pop **
                     "channel %llu",
                  t->rank, src, t->unexpected_max, (unsigned long long)f->chan);
     pgroup *gg = group_make(t, base);
-    if (gg != NULL) gg->status = REDCOLL_ENOMEM;
+    if (gg != NULL && gg->status == REDCOLL_OK) gg->status = REDCOLL_ENOMEM;
+    if (gg != NULL && !gg->told) {
+      gg->told = 1;
+      *cancel = base; /* the peers are told once the mutex is dropped */
+    }
     fail_where(t, REDCOLL_ENOMEM, in_group, &base);
     return;
   }
@@ -664,10 +698,11 @@ REDCOLL_API int redcoll_push_deliver(redcoll_comm *comm, int src, const void *ms
     return REDCOLL_EPROTO;
   }
   pop *dh = NULL, *dt = NULL;
+  uint64_t cancel = UINT64_MAX;
   pthread_mutex_lock(&t->mu);
   switch (f.type) {
   case PUSH_DATA:
-    deliver_data(t, src, &f, &dh, &dt);
+    deliver_data(t, src, &f, &dh, &dt, &cancel);
     break;
   case PUSH_CANCEL: {
     pgroup *g = group_make(t, f.chan);
@@ -680,12 +715,25 @@ REDCOLL_API int redcoll_push_deliver(redcoll_comm *comm, int src, const void *ms
     fail_where(t, REDCOLL_EABORTED, any_op, NULL);
     break;
   case PUSH_CLOSE: {
+    /* Remembered: later calls of this group with src fail at once. */
+    pgroup *g = group_make(t, f.chan);
+    int *grown = g != NULL ? realloc(g->closed_by, (g->nclosed_by + 1) * sizeof *grown) : NULL;
+    if (grown != NULL) {
+      g->closed_by = grown;
+      g->closed_by[g->nclosed_by++] = src;
+    }
     group_peer gp = {f.chan, src};
     fail_where(t, REDCOLL_ETRANSPORT, in_group_from, &gp);
     break;
   }
+  case PUSH_BYE:
+    /* src's transport is gone: as redcoll_push_peer_lost. */
+    t->peers[src].lost = 1;
+    fail_where(t, REDCOLL_ETRANSPORT, from_peer, &src);
+    break;
   }
   pthread_mutex_unlock(&t->mu);
+  if (cancel != UINT64_MAX) tell_all(t, PUSH_CANCEL, cancel, REDCOLL_EABORTED);
   int any = dh != NULL;
   call_done(dh);
   if (run_ready(t) || any) bump(t);

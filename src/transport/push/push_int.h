@@ -20,7 +20,7 @@
 #define PUSH_VERSION 1
 #define PUSH_HEADER 32
 
-enum { PUSH_DATA = 1, PUSH_CANCEL = 2, PUSH_ABORT = 3, PUSH_CLOSE = 4 };
+enum { PUSH_DATA = 1, PUSH_CANCEL = 2, PUSH_ABORT = 3, PUSH_CLOSE = 4, PUSH_BYE = 5 };
 
 typedef struct push_frame {
   int type;
