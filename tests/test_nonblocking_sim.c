@@ -51,10 +51,30 @@ static void t_done(redcoll_transport_op *op, int status) {
   if (!in_progress[r]) t->outside = 1;
 }
 
+/* What the rank programs leave (one rank runs at a time: plain stores). */
+typedef struct {
+  int rc[MAXR][8];
+  double at[MAXR][8];
+  int order[MAXR][8];
+  int outside[MAXR];
+  double clock[MAXR];
+  uint64_t data[MAXR][8];
+} results;
+static results R;
+
 static void reset(void) {
   memset(in_progress, 0, sizeof in_progress);
   memset(ndones, 0, sizeof ndones);
+  memset(&R, 0, sizeof R);
 }
+
+/* A run of fn on p ranks from a clean slate; cfg NULL: the defaults. */
+static int run_case(int p, const redcoll_mock_config *cfg, redcoll_rank_main fn,
+                    redcoll_mock_stats *st) {
+  reset();
+  return redcoll_mock_run(p, cfg, fn, NULL, st);
+}
+
 
 /* Posts on channel chan with a deadline (UINT64_MAX: none); dst or src < 0:
  * that side is absent. */
@@ -86,6 +106,14 @@ static int t_wait(redcoll_comm *c, t_op *t) {
   return t->status;
 }
 
+/* Posts and waits; the status of whichever fails first. */
+static int t_post_wait(redcoll_comm *c, uint64_t chan, int dst, uint64_t stag, const void *sbuf,
+                       size_t slen, int src, uint64_t rtag, void *rbuf, size_t rlen) {
+  t_op t;
+  int rc = t_post(c, chan, UINT64_MAX, dst, stag, sbuf, slen, src, rtag, rbuf, rlen, &t);
+  return rc != REDCOLL_OK ? rc : t_wait(c, &t);
+}
+
 /* An exchange on a channel (raw_call uses channel 0). */
 static int t_exchange(redcoll_comm *c, uint64_t chan, int dst, uint64_t stag, const void *sbuf,
                       size_t slen, int src, uint64_t rtag, void *rbuf, size_t rlen) {
@@ -103,16 +131,6 @@ static redcoll_mock_config cfg_abg(double alpha, double beta, double gamma) {
   return cfg;
 }
 
-/* What the rank programs leave (one rank runs at a time: plain stores). */
-typedef struct {
-  int rc[MAXR][8];
-  double at[MAXR][8];
-  int order[MAXR][8];
-  int outside[MAXR];
-  double clock[MAXR];
-  uint64_t data[MAXR][8];
-} results;
-static results R;
 
 /* ---- the cases ---------------------------------------------------------- */
 
@@ -137,11 +155,9 @@ static int ring_fn(redcoll_comm *c, void *arg) {
 
 static void test_post_ring(void) {
   for (int p = 2; p <= 7; p++) {
-    reset();
-    memset(&R, 0, sizeof R);
     redcoll_mock_config cfg = cfg_abg(1, 0, 0);
     redcoll_mock_stats st[MAXR];
-    CHECK_INT(redcoll_mock_run(p, &cfg, ring_fn, NULL, st), REDCOLL_OK);
+    CHECK_INT(run_case(p, &cfg, ring_fn, st), REDCOLL_OK);
     for (int r = 0; r < p; r++) {
       CHECK_INT(R.rc[r][0], REDCOLL_OK);
       CHECK_INT(R.rc[r][1], 0);
@@ -185,11 +201,9 @@ static int channels_fn(redcoll_comm *c, void *arg) {
 
 static void test_post_channels(void) {
   for (uint64_t seed = 1; seed <= 8; seed++) {
-    reset();
-    memset(&R, 0, sizeof R);
     redcoll_mock_config cfg = cfg_abg(1, 0, 0);
     cfg.seed = seed;
-    CHECK_INT(redcoll_mock_run(2, &cfg, channels_fn, NULL, NULL), REDCOLL_OK);
+    CHECK_INT(run_case(2, &cfg, channels_fn, NULL), REDCOLL_OK);
     for (int r = 0; r < 2; r++)
       for (int i = 0; i < 4; i++) CHECK_INT(R.rc[r][i], REDCOLL_OK);
     CHECK_INT(R.data[0][0], 11);
@@ -249,12 +263,10 @@ static int links_fn(redcoll_comm *c, void *arg) {
 
 static void test_links(void) {
   for (uint64_t seed = 1; seed <= 8; seed++) {
-    reset();
-    memset(&R, 0, sizeof R);
     redcoll_mock_config cfg = cfg_abg(1, 1, 0);
     cfg.seed = seed;
     redcoll_mock_stats st[8];
-    CHECK_INT(redcoll_mock_run(8, &cfg, links_fn, NULL, st), REDCOLL_OK);
+    CHECK_INT(run_case(8, &cfg, links_fn, st), REDCOLL_OK);
     for (int r = 0; r < 8; r++) CHECK_INT(R.rc[r][0], REDCOLL_OK);
     /* Outgoing queue of rank 0: whichever receive matched first goes
      * first, and here both receivers post at 0 before or after rank 0. */
@@ -292,9 +304,8 @@ static int blocking_links_fn(redcoll_comm *c, void *arg) {
 }
 
 static void test_blocking_unchanged(void) {
-  memset(&R, 0, sizeof R);
   redcoll_mock_config cfg = cfg_abg(1, 1, 0);
-  CHECK_INT(redcoll_mock_run(3, &cfg, blocking_links_fn, NULL, NULL), REDCOLL_OK);
+  CHECK_INT(run_case(3, &cfg, blocking_links_fn, NULL), REDCOLL_OK);
   CHECK_DBL(R.clock[0], 22);
   CHECK_DBL(R.clock[1], 11);
   CHECK_DBL(R.clock[2], 22);
@@ -341,11 +352,9 @@ static int order_fn(redcoll_comm *c, void *arg) {
 
 static void test_done_order(void) {
   for (uint64_t seed = 1; seed <= 16; seed++) {
-    reset();
-    memset(&R, 0, sizeof R);
     redcoll_mock_config cfg = cfg_abg(1, 0, 0);
     cfg.seed = seed;
-    CHECK_INT(redcoll_mock_run(4, &cfg, order_fn, NULL, NULL), REDCOLL_OK);
+    CHECK_INT(run_case(4, &cfg, order_fn, NULL), REDCOLL_OK);
     CHECK_MSG(R.rc[0][0] == 1, "seed %d", (int)seed);
     CHECK_INT(R.rc[0][1], REDCOLL_OK);
     CHECK_INT(R.rc[0][2], REDCOLL_OK);
@@ -393,11 +402,9 @@ static int poll_fn(redcoll_comm *c, void *arg) {
 
 static void test_poll(void) {
   for (uint64_t seed = 1; seed <= 8; seed++) {
-    reset();
-    memset(&R, 0, sizeof R);
     redcoll_mock_config cfg = cfg_abg(1, 0, 0);
     cfg.seed = seed;
-    CHECK_INT(redcoll_mock_run(2, &cfg, poll_fn, NULL, NULL), REDCOLL_OK);
+    CHECK_INT(run_case(2, &cfg, poll_fn, NULL), REDCOLL_OK);
     CHECK_INT(R.rc[0][0], REDCOLL_OK);
     CHECK_INT(R.rc[0][1], 0);
     CHECK_DBL(R.clock[0], 0);
@@ -433,10 +440,8 @@ static int bound_fn(redcoll_comm *c, void *arg) {
 }
 
 static void test_progress_bound(void) {
-  reset();
-  memset(&R, 0, sizeof R);
   redcoll_mock_config cfg = cfg_abg(1, 0, 1);
-  CHECK_INT(redcoll_mock_run(2, &cfg, bound_fn, NULL, NULL), REDCOLL_OK);
+  CHECK_INT(run_case(2, &cfg, bound_fn, NULL), REDCOLL_OK);
   CHECK_INT(R.rc[0][0], REDCOLL_OK);
   CHECK_INT(R.rc[0][1], 0);
   CHECK_DBL(R.clock[0], 4);
@@ -467,13 +472,11 @@ static int deadline_fn(redcoll_comm *c, void *arg) {
 }
 
 static void test_deadline(void) {
-  reset();
-  memset(&R, 0, sizeof R);
   char rep[512];
   redcoll_mock_config cfg = cfg_abg(1, 0, 0);
   cfg.report = rep;
   cfg.report_len = sizeof rep;
-  CHECK_INT(redcoll_mock_run(2, &cfg, deadline_fn, NULL, NULL), REDCOLL_OK);
+  CHECK_INT(run_case(2, &cfg, deadline_fn, NULL), REDCOLL_OK);
   CHECK_INT(R.rc[0][0], REDCOLL_OK);
   CHECK_INT(R.rc[0][1], REDCOLL_ETIMEDOUT);
   CHECK_DBL(R.at[0][0], 5);
@@ -501,13 +504,11 @@ static int deadlock_fn(redcoll_comm *c, void *arg) {
 }
 
 static void test_deadlock(void) {
-  reset();
-  memset(&R, 0, sizeof R);
   char rep[512];
   redcoll_mock_config cfg = cfg_abg(1, 0, 0);
   cfg.report = rep;
   cfg.report_len = sizeof rep;
-  CHECK_INT(redcoll_mock_run(2, &cfg, deadlock_fn, NULL, NULL), REDCOLL_EDEADLOCK);
+  CHECK_INT(run_case(2, &cfg, deadlock_fn, NULL), REDCOLL_EDEADLOCK);
   for (int r = 0; r < 2; r++) {
     CHECK_INT(R.rc[r][0], REDCOLL_OK);
     CHECK_INT(R.rc[r][1], REDCOLL_EDEADLOCK);
@@ -538,13 +539,11 @@ static int deadlock_mixed_fn(redcoll_comm *c, void *arg) {
 }
 
 static void test_deadlock_mixed(void) {
-  reset();
-  memset(&R, 0, sizeof R);
   char rep[512];
   redcoll_mock_config cfg = cfg_abg(1, 0, 0);
   cfg.report = rep;
   cfg.report_len = sizeof rep;
-  CHECK_INT(redcoll_mock_run(2, &cfg, deadlock_mixed_fn, NULL, NULL), REDCOLL_EDEADLOCK);
+  CHECK_INT(run_case(2, &cfg, deadlock_mixed_fn, NULL), REDCOLL_EDEADLOCK);
   CHECK_INT(R.rc[0][0], REDCOLL_EDEADLOCK);
   CHECK_INT(R.rc[1][0], REDCOLL_EDEADLOCK);
   CHECK_MSG(strstr(rep, "rank 0: posted send to 1 tag 0x0000000000000003 8 bytes\n"
@@ -577,9 +576,7 @@ static int cancel_fn(redcoll_comm *c, void *arg) {
 }
 
 static void test_cancel(void) {
-  reset();
-  memset(&R, 0, sizeof R);
-  CHECK_INT(redcoll_mock_run(2, NULL, cancel_fn, NULL, NULL), REDCOLL_OK);
+  CHECK_INT(run_case(2, NULL, cancel_fn, NULL), REDCOLL_OK);
   CHECK_INT(R.rc[0][0], REDCOLL_EABORTED);
   CHECK_INT(R.rc[0][1], REDCOLL_OK);
   CHECK_INT(R.data[0][0], 9);
@@ -593,10 +590,8 @@ static int abort_fn(redcoll_comm *c, void *arg) {
   (void)arg;
   int me = redcoll_comm_rank(c);
   uint64_t in = 0;
-  t_op t;
   if (me < 2) {
-    int rc = t_post(c, 0, UINT64_MAX, -1, 0, NULL, 0, 2, 3, &in, 8, &t);
-    R.rc[me][0] = rc != REDCOLL_OK ? rc : t_wait(c, &t);
+    R.rc[me][0] = t_post_wait(c, 0, -1, 0, NULL, 0, 2, 3, &in, 8);
   } else {
     c->ops->abort(c->impl, REDCOLL_EPROTO);
   }
@@ -604,9 +599,7 @@ static int abort_fn(redcoll_comm *c, void *arg) {
 }
 
 static void test_abort(void) {
-  reset();
-  memset(&R, 0, sizeof R);
-  CHECK_INT(redcoll_mock_run(3, NULL, abort_fn, NULL, NULL), REDCOLL_OK);
+  CHECK_INT(run_case(3, NULL, abort_fn, NULL), REDCOLL_OK);
   CHECK_INT(R.rc[0][0], REDCOLL_EABORTED);
   CHECK_INT(R.rc[1][0], REDCOLL_EABORTED);
 }
@@ -616,17 +609,13 @@ static int mismatch_fn(redcoll_comm *c, void *arg) {
   (void)arg;
   int me = redcoll_comm_rank(c);
   uint64_t v = 1, in = 0;
-  t_op t;
-  if (me == 0) t_post(c, 0, UINT64_MAX, 1, 3, &v, 8, -1, 0, NULL, 0, &t);
-  else t_post(c, 0, UINT64_MAX, -1, 0, NULL, 0, 0, 4, &in, 8, &t);
-  R.rc[me][0] = t_wait(c, &t);
+  if (me == 0) R.rc[0][0] = t_post_wait(c, 0, 1, 3, &v, 8, -1, 0, NULL, 0);
+  else R.rc[1][0] = t_post_wait(c, 0, -1, 0, NULL, 0, 0, 4, &in, 8);
   return REDCOLL_OK;
 }
 
 static void test_mismatch(void) {
-  reset();
-  memset(&R, 0, sizeof R);
-  CHECK_INT(redcoll_mock_run(2, NULL, mismatch_fn, NULL, NULL), REDCOLL_OK);
+  CHECK_INT(run_case(2, NULL, mismatch_fn, NULL), REDCOLL_OK);
   CHECK_INT(R.rc[0][0], REDCOLL_EMISMATCH);
   CHECK_INT(R.rc[1][0], REDCOLL_EMISMATCH);
 }
@@ -637,10 +626,8 @@ static int fault_fn(redcoll_comm *c, void *arg) {
   (void)arg;
   int me = redcoll_comm_rank(c);
   uint64_t v = 1, in = 0;
-  t_op t;
   if (me == 0) {
-    t_post(c, 0, UINT64_MAX, -1, 0, NULL, 0, 1, 3, &in, 8, &t);
-    R.rc[0][0] = t_wait(c, &t);
+    R.rc[0][0] = t_post_wait(c, 0, -1, 0, NULL, 0, 1, 3, &in, 8);
   } else {
     R.rc[1][0] = raw_send(c, 0, 3, &v, 8); /* call 0 fails: rank 1 dies */
   }
@@ -648,12 +635,10 @@ static int fault_fn(redcoll_comm *c, void *arg) {
 }
 
 static void test_fault(void) {
-  reset();
-  memset(&R, 0, sizeof R);
   redcoll_mock_config cfg = cfg_abg(1, 0, 0);
   cfg.fail_rank = 1;
   cfg.fail_after = 0;
-  CHECK_INT(redcoll_mock_run(2, &cfg, fault_fn, NULL, NULL), REDCOLL_OK);
+  CHECK_INT(run_case(2, &cfg, fault_fn, NULL), REDCOLL_OK);
   CHECK_INT(R.rc[0][0], REDCOLL_ETRANSPORT);
   CHECK_INT(R.rc[1][0], REDCOLL_ETRANSPORT);
 }
@@ -693,7 +678,9 @@ static int chain_fn(redcoll_comm *c, void *arg) {
   ch.t.comm = c;
   ch.left = 41;
   ch.t.op.done = chain_done;
+  in_progress[me] = 1; /* (not a done of the transport's) */
   chain_done(&ch.t.op, REDCOLL_OK); /* posts the first */
+  in_progress[me] = 0;
   while (!ch.t.ndone) t_progress(c, UINT64_MAX);
   R.rc[me][0] = ch.t.status;
   R.rc[me][1] = ch.t.outside;
@@ -703,11 +690,8 @@ static int chain_fn(redcoll_comm *c, void *arg) {
 }
 
 static void test_post_from_done(void) {
-  reset();
-  memset(&R, 0, sizeof R);
-  in_progress[0] = in_progress[1] = 1; /* the first post is outside progress */
   redcoll_mock_config cfg = cfg_abg(1, 0, 0);
-  CHECK_INT(redcoll_mock_run(2, &cfg, chain_fn, NULL, NULL), REDCOLL_OK);
+  CHECK_INT(run_case(2, &cfg, chain_fn, NULL), REDCOLL_OK);
   for (int r = 0; r < 2; r++) {
     CHECK_INT(R.rc[r][0], REDCOLL_OK);
     CHECK_INT(R.rc[r][1], 0);
@@ -739,10 +723,8 @@ static int mixed_fn(redcoll_comm *c, void *arg) {
 }
 
 static void test_exchange_among_posted(void) {
-  reset();
-  memset(&R, 0, sizeof R);
   redcoll_mock_config cfg = cfg_abg(1, 0, 0);
-  CHECK_INT(redcoll_mock_run(2, &cfg, mixed_fn, NULL, NULL), REDCOLL_OK);
+  CHECK_INT(run_case(2, &cfg, mixed_fn, NULL), REDCOLL_OK);
   CHECK_INT(R.rc[0][0], REDCOLL_OK);
   CHECK_DBL(R.clock[0], 1);
   CHECK_INT(R.rc[0][1], 0);
@@ -753,11 +735,9 @@ static void test_exchange_among_posted(void) {
 /* Random posted traffic: every rank posts, in a seeded order, an op per
  * (peer, channel) pair it sends to or receives from, on channels 0, 4 and
  * 8, with sizes from the seed, and waits for all; same seed, same trace
- * byte for byte; every seed the same clocks. */
+ * and clocks byte for byte.  (Other seeds give other clocks here: transfers
+ * that contend for a link take it in the order they matched.) */
 #define RP 5
-typedef struct {
-  uint64_t seed;
-} rnd_arg;
 
 static uint64_t mix(uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;
@@ -811,14 +791,12 @@ static int random_fn(redcoll_comm *c, void *arg) {
 }
 
 static char *run_random(uint64_t seed, double *clocks) {
-  reset();
-  memset(&R, 0, sizeof R);
   redcoll_mock_config cfg = cfg_abg(1, 0.5, 0.25);
   cfg.seed = seed;
   cfg.eager_limit = 16;
   FILE *tr = tmpfile();
   cfg.trace = tr;
-  CHECK_INT(redcoll_mock_run(RP, &cfg, random_fn, NULL, NULL), REDCOLL_OK);
+  CHECK_INT(run_case(RP, &cfg, random_fn, NULL), REDCOLL_OK);
   for (int r = 0; r < RP; r++) {
     CHECK_INT(R.rc[r][0], 0);
     clocks[r] = R.clock[r];
@@ -858,8 +836,6 @@ static void *world_thread(void *arg) {
 }
 
 static void test_world(void) {
-  reset();
-  memset(&R, 0, sizeof R);
   enum { WP = 3 };
   redcoll_comm *comms[WP];
   redcoll_mock_config cfg = cfg_abg(1, 0, 0);
