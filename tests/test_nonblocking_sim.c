@@ -5,7 +5,12 @@
  * ops ended, the links (a rank's sends queue on its outgoing link, its
  * receives on its incoming link, the two directions at once), polls,
  * deadlines, deadlock, cancel, abort, mismatch, a blocking exchange among
- * posted ones, determinism, and a world of the program's threads.
+ * posted ones, determinism, and a world of the program's threads; then
+ * the core's nonblocking collectives on it: random mixes of up to 64
+ * outstanding ones of 11 kinds on a communicator and its dup at p = 2..13
+ * checked against sequential sums, the same seed giving the same trace,
+ * the overlap of two allreduces against the cost model, and a deadlock and
+ * a timeout of a collective a rank never joins.
  */
 #include <math.h>
 #include <pthread.h>
@@ -854,9 +859,393 @@ static void test_world(void) {
   }
 }
 
+/* ---- nonblocking collectives of the core on the simulator -------------- */
+
+/* Random mixes: up to NB_MAX outstanding collectives of 11 kinds on a
+ * communicator and its dup, all started, then completed by redcoll_test
+ * calls in an order of the seed's and the rank's, by redcoll_wait on some
+ * and redcoll_waitall on the rest; every result against the sum computed
+ * here.  Integers only, so every algorithm gives exact results. */
+#define NB_MAX 64
+#define NB_P 13
+#define NB_CNT 4
+enum { K_ALLREDUCE, K_REDUCE, K_ALLGATHER, K_BCAST, K_BARRIER, K_SCAN, K_EXSCAN, K_ALLTOALL,
+       K_RSB, K_GATHER, K_SCATTER, K_KINDS };
+
+typedef struct nb_req {
+  int kind, n, root, on_dup;
+  int64_t in[NB_P * NB_CNT], out[NB_P * NB_CNT];
+  redcoll_request *req;
+  int status;
+  int callback;
+} nb_req;
+
+typedef struct nb_arg {
+  uint64_t seed;
+  int nreq;
+  int bad[NB_P];       /* wrong words per rank */
+  int status[NB_P];    /* the first failed status per rank */
+  int callbacks[NB_P];
+} nb_arg;
+
+static void nb_cb(redcoll_request *req, int status, void *arg) {
+  (void)req;
+  nb_req *q = arg;
+  q->callback++;
+  q->status = status;
+}
+
+/* The value rank r puts in word i of request k's send buffer. */
+static int64_t nb_val(int r, int k, int i) { return (int64_t)(r + 1) * 1000 + (int64_t)k * 37 + i; }
+
+static int nb_start(redcoll_comm *c, nb_req *q, int me, int p, int k) {
+  int n = q->n;
+  for (int i = 0; i < p * n; i++) q->in[i] = nb_val(me, k, i);
+  memset(q->out, 0, sizeof q->out);
+  const redcoll_op *sum = REDCOLL_SUM;
+  switch (q->kind) {
+  case K_ALLREDUCE:
+    return redcoll_iallreduce(c, q->in, q->out, (size_t)n, REDCOLL_INT64, sum, &q->req);
+  case K_REDUCE:
+    return redcoll_ireduce(c, q->in, q->out, (size_t)n, REDCOLL_INT64, sum, q->root, &q->req);
+  case K_ALLGATHER:
+    return redcoll_iallgather(c, q->in, q->out, (size_t)n, REDCOLL_INT64, &q->req);
+  case K_BCAST:
+    if (me == q->root) memcpy(q->out, q->in, (size_t)n * sizeof(int64_t));
+    return redcoll_ibcast(c, q->out, (size_t)n, REDCOLL_INT64, q->root, &q->req);
+  case K_BARRIER:
+    return redcoll_ibarrier(c, &q->req);
+  case K_SCAN:
+    return redcoll_iscan(c, q->in, q->out, (size_t)n, REDCOLL_INT64, sum, &q->req);
+  case K_EXSCAN:
+    return redcoll_iexscan(c, q->in, q->out, (size_t)n, REDCOLL_INT64, sum, &q->req);
+  case K_ALLTOALL:
+    return redcoll_ialltoall(c, q->in, q->out, (size_t)n, REDCOLL_INT64, &q->req);
+  case K_RSB:
+    return redcoll_ireduce_scatter_block(c, q->in, q->out, (size_t)n, REDCOLL_INT64, sum,
+                                         &q->req);
+  case K_GATHER:
+    return redcoll_igather(c, q->in, q->out, (size_t)n, REDCOLL_INT64, q->root, &q->req);
+  default:
+    return redcoll_iscatter(c, q->in, q->out, (size_t)n, REDCOLL_INT64, q->root, &q->req);
+  }
+}
+
+/* Wrong words of request k's result on rank me, computed sequentially. */
+static int nb_check(const nb_req *q, int me, int p, int k) {
+  int n = q->n, bad = 0;
+  int64_t want;
+  for (int j = 0; j < p; j++)
+    for (int i = 0; i < n; i++) {
+      int w = j * n + i; /* a word of a p-block result */
+      int in_first = j == 0;
+      switch (q->kind) {
+      case K_ALLREDUCE:
+      case K_REDUCE:
+        if (!in_first || (q->kind == K_REDUCE && me != q->root)) continue;
+        want = 0;
+        for (int r = 0; r < p; r++) want += nb_val(r, k, i);
+        break;
+      case K_BCAST:
+        if (!in_first) continue;
+        want = nb_val(q->root, k, i);
+        break;
+      case K_SCAN:
+      case K_EXSCAN:
+        if (!in_first || (q->kind == K_EXSCAN && me == 0)) continue;
+        want = 0;
+        for (int r = 0; r < me + (q->kind == K_SCAN); r++) want += nb_val(r, k, i);
+        break;
+      case K_ALLGATHER:
+      case K_GATHER:
+        if (q->kind == K_GATHER && me != q->root) continue;
+        want = nb_val(j, k, i);
+        break;
+      case K_ALLTOALL: /* block j comes from rank j, its block me */
+        want = nb_val(j, k, me * n + i);
+        break;
+      case K_RSB:
+        if (!in_first) continue;
+        want = 0;
+        for (int r = 0; r < p; r++) want += nb_val(r, k, me * n + i);
+        break;
+      case K_SCATTER:
+        if (!in_first) continue;
+        want = nb_val(q->root, k, me * n + i);
+        break;
+      default:
+        continue;
+      }
+      if (q->out[w] != want) bad++;
+    }
+  return bad;
+}
+
+static int nb_fn(redcoll_comm *c, void *arg) {
+  nb_arg *a = arg;
+  int me = redcoll_comm_rank(c), p = redcoll_comm_size(c);
+  redcoll_comm *d = NULL;
+  int rc = redcoll_comm_dup(c, &d);
+  if (rc != REDCOLL_OK) return rc;
+  int n = a->nreq;
+  nb_req *q = calloc((size_t)n, sizeof *q);
+  if (q == NULL) return REDCOLL_ENOMEM;
+  int first = REDCOLL_OK;
+  /* The same shapes on every rank: from the seed only. */
+  for (int k = 0; k < n; k++) {
+    uint64_t h = mix(a->seed * 1000003 + (uint64_t)k);
+    q[k].kind = (int)(h % K_KINDS);
+    q[k].n = 1 + (int)((h >> 8) % NB_CNT);
+    q[k].root = (int)((h >> 16) % (uint64_t)p);
+    q[k].on_dup = (int)((h >> 24) & 1);
+    rc = nb_start(q[k].on_dup ? d : c, &q[k], me, p, k);
+    if (rc != REDCOLL_OK && first == REDCOLL_OK) first = rc;
+    if (rc == REDCOLL_OK && (h >> 32) % 4 == 0)
+      redcoll_request_set_callback(q[k].req, nb_cb, &q[k]);
+  }
+  /* Tests in this rank's order, then waits on a few, then the rest. */
+  uint64_t g = mix(a->seed ^ ((uint64_t)me << 40));
+  for (int t = 0; t < 3 * n; t++) {
+    g = mix(g);
+    int k = (int)(g % (uint64_t)n), done = 0;
+    if (q[k].req == NULL) continue;
+    rc = redcoll_test(q[k].req, &done);
+    if (done) {
+      q[k].req = NULL;
+      if (rc != REDCOLL_OK && first == REDCOLL_OK) first = rc;
+    } else if (rc != REDCOLL_OK && first == REDCOLL_OK) {
+      first = rc;
+    }
+  }
+  for (int k = (int)(g % 5); k < n; k += 5) {
+    rc = redcoll_wait(q[k].req);
+    q[k].req = NULL;
+    if (rc != REDCOLL_OK && first == REDCOLL_OK) first = rc;
+  }
+  redcoll_request **all = malloc((size_t)n * sizeof *all);
+  for (int k = 0; k < n; k++) all[k] = q[k].req;
+  rc = redcoll_waitall(all, (size_t)n);
+  if (rc != REDCOLL_OK && first == REDCOLL_OK) first = rc;
+  free(all);
+  for (int k = 0; k < n; k++) {
+    a->bad[me] += nb_check(&q[k], me, p, k);
+    if (q[k].callback) a->callbacks[me]++;
+    if (q[k].callback > 1 || (q[k].callback && q[k].status != REDCOLL_OK)) a->bad[me]++;
+  }
+  a->status[me] = first;
+  free(q);
+  redcoll_comm_destroy(d);
+  return first;
+}
+
+static void test_colls_random(void) {
+  int runs = 0;
+  for (int p = 2; p <= NB_P; p++)
+    for (uint64_t seed = 1; seed <= 6; seed++) {
+      nb_arg a;
+      memset(&a, 0, sizeof a);
+      a.seed = seed * 7919 + (uint64_t)p;
+      a.nreq = 1 + (int)(mix(a.seed) % NB_MAX);
+      if (seed == 1) a.nreq = NB_MAX;
+      redcoll_mock_config cfg = cfg_abg(1, 0.001, 0.0005);
+      cfg.seed = a.seed;
+      cfg.eager_limit = seed % 2 ? 0 : 64; /* rendezvous and eager */
+      int rc = redcoll_mock_run(p, &cfg, nb_fn, &a, NULL);
+      CHECK_MSG(rc == REDCOLL_OK, "p %d seed %d: %s", p, (int)seed, redcoll_status_name(rc));
+      for (int r = 0; r < p; r++)
+        CHECK_MSG(a.bad[r] == 0 && a.status[r] == REDCOLL_OK, "p %d seed %d rank %d: %d wrong, %s",
+                  p, (int)seed, r, a.bad[r], redcoll_status_name(a.status[r]));
+      runs++;
+    }
+  CHECK_INT(runs, 12 * 6);
+}
+
+/* Same seed, same clocks and trace: a run of nb_fn twice. */
+static void test_colls_deterministic(void) {
+  for (int p = 3; p <= 7; p += 4) {
+    char *tr[2];
+    redcoll_mock_stats st[2][NB_P];
+    for (int i = 0; i < 2; i++) {
+      nb_arg a;
+      memset(&a, 0, sizeof a);
+      a.seed = 42;
+      a.nreq = 40;
+      redcoll_mock_config cfg = cfg_abg(1, 0.01, 0.005);
+      cfg.seed = 42;
+      FILE *f = tmpfile();
+      cfg.trace = f;
+      CHECK_INT(redcoll_mock_run(p, &cfg, nb_fn, &a, st[i]), REDCOLL_OK);
+      long len = ftell(f);
+      tr[i] = calloc((size_t)len + 1, 1);
+      rewind(f);
+      if (len > 0 && fread(tr[i], 1, (size_t)len, f) != (size_t)len) tr[i][0] = '\0';
+      fclose(f);
+    }
+    CHECK(strcmp(tr[0], tr[1]) == 0 && tr[0][0] != '\0');
+    for (int r = 0; r < p; r++) {
+      CHECK_DBL(st[0][r].time, st[1][r].time);
+      CHECK_INT(st[0][r].rounds, st[1][r].rounds);
+      CHECK_INT(st[0][r].bytes_sent, st[1][r].bytes_sent);
+    }
+    free(tr[0]);
+    free(tr[1]);
+  }
+}
+
+/* Overlap.  Two allreduces (recursive doubling forced) of M int64 each, on
+ * a communicator and on its dup, both outstanding at once, against the
+ * model: alpha A, beta B per byte, gamma G per byte, m = 8M bytes, and
+ * links as docs/simulator.md says (a rank's sends queue on its outgoing
+ * link for m*B each, its receives on its incoming link, alpha is latency).
+ *
+ * p = 2, one step.  Both ranks post step 1 of the first (X) and then of
+ * the second (Y) at t = 0.  X's transfers take the links first: [0, mB],
+ * ending at A + mB; Y's follow: [mB, 2mB], ending at A + 2mB.  Released at
+ * A + mB, a rank reduces X (mG): X ends at A + mB + mG.  Y's reduce starts
+ * at max(A + mB + mG, A + 2mB):
+ *   T2 = A + max(mB + mG, 2mB) + mG.
+ * p = 4, two steps (partners r^1, then r^2).  Step 1 as above: X1 ends at
+ * A + mB, Y1 at A + 2mB.  X reduces and posts X2 at c1 = A + mB + mG,
+ * whose transfer starts at max(c1, 2mB) (the link carries Y1 until 2mB)
+ * = c1 here (G >= B), ending at e = c1 + A + mB.  Y1 is told at
+ * max(c1, A + 2mB) = c1 (G >= B), Y reduces and posts Y2 at c2 = c1 + mG;
+ * the link is free from c1 + mB <= c2, so Y2 ends at c2 + A + mB.  X2 is
+ * told at max(c2, e) and reduced; Y2 then at max(that + mG, c2 + A + mB):
+ *   T4 = max(max(c2, e) + mG, c2 + A + mB) + mG.
+ * With A = 1, B = 0.001, G = 0.002 and M = 1000 (m = 8000): mB = 8,
+ * mG = 16, so T2 = 1 + 24 + 16 = 41, and c1 = 25, e = 34, c2 = 41,
+ * T4 = max(57, 50) + 16 = 73.
+ * Blocking, one after the other, each allreduce takes k(A + mB + mG)
+ * (k = 1, 2 steps): 2 * 25 = 50 and 2 * 50 = 100; the overlap saves 9 and
+ * 27. */
+typedef struct ov_arg {
+  int blocking;
+  double t[NB_P];
+  int status[NB_P];
+} ov_arg;
+
+#define OV_M 1000
+
+static int ov_fn(redcoll_comm *c, void *arg) {
+  ov_arg *a = arg;
+  int me = redcoll_comm_rank(c);
+  redcoll_comm *d = NULL;
+  int rc = redcoll_comm_dup(c, &d);
+  if (rc == REDCOLL_OK) rc = redcoll_comm_set_algorithm(c, REDCOLL_COLL_ALLREDUCE,
+                                                        REDCOLL_ALGO_RECURSIVE_DOUBLING);
+  if (rc == REDCOLL_OK) rc = redcoll_comm_set_algorithm(d, REDCOLL_COLL_ALLREDUCE,
+                                                        REDCOLL_ALGO_RECURSIVE_DOUBLING);
+  if (rc != REDCOLL_OK) return rc;
+  int64_t *in = malloc(2 * OV_M * sizeof *in), *out = malloc(2 * OV_M * sizeof *out);
+  for (int i = 0; i < 2 * OV_M; i++) in[i] = me + i;
+  redcoll_mock_stats s0, s1;
+  redcoll_mock_comm_stats(c, &s0);
+  if (a->blocking) {
+    rc = redcoll_allreduce(c, in, out, OV_M, REDCOLL_INT64, REDCOLL_SUM);
+    if (rc == REDCOLL_OK)
+      rc = redcoll_allreduce(d, in + OV_M, out + OV_M, OV_M, REDCOLL_INT64, REDCOLL_SUM);
+  } else {
+    redcoll_request *r[2] = {NULL, NULL};
+    rc = redcoll_iallreduce(c, in, out, OV_M, REDCOLL_INT64, REDCOLL_SUM, &r[0]);
+    if (rc == REDCOLL_OK)
+      rc = redcoll_iallreduce(d, in + OV_M, out + OV_M, OV_M, REDCOLL_INT64, REDCOLL_SUM, &r[1]);
+    int rc2 = redcoll_waitall(r, 2);
+    if (rc == REDCOLL_OK) rc = rc2;
+  }
+  redcoll_mock_comm_stats(c, &s1);
+  a->t[me] = s1.time - s0.time;
+  int p = redcoll_comm_size(c);
+  for (int i = 0; i < 2 * OV_M && rc == REDCOLL_OK; i++)
+    if (out[i] != (int64_t)p * (p - 1) / 2 + (int64_t)p * i) rc = -1;
+  a->status[me] = rc;
+  free(in);
+  free(out);
+  redcoll_comm_destroy(d);
+  return rc;
+}
+
+static void test_overlap(void) {
+  const double A = 1, B = 0.001, G = 0.002, m = 8.0 * OV_M;
+  double c1 = A + m * B + m * G, e = c1 + A + m * B, c2 = c1 + m * G;
+  double t2 = A + fmax(m * B + m * G, 2 * m * B) + m * G;
+  double t4 = fmax(fmax(c2, e) + m * G, c2 + A + m * B) + m * G;
+  CHECK_DBL(t2, 41);
+  CHECK_DBL(t4, 73);
+  for (int p = 2; p <= 4; p += 2)
+    for (uint64_t seed = 1; seed <= 4; seed++)
+      for (int blocking = 0; blocking < 2; blocking++) {
+        ov_arg a;
+        memset(&a, 0, sizeof a);
+        a.blocking = blocking;
+        redcoll_mock_config cfg = cfg_abg(A, B, G);
+        cfg.seed = seed;
+        CHECK_INT(redcoll_mock_run(p, &cfg, ov_fn, &a, NULL), REDCOLL_OK);
+        double want = blocking ? (p == 2 ? 2 : 4) * (A + m * B + m * G) : (p == 2 ? t2 : t4);
+        for (int r = 0; r < p; r++) {
+          CHECK_INT(a.status[r], REDCOLL_OK);
+          CHECK_MSG(a.t[r] == want, "p %d seed %d %s rank %d: %.17g, model %.17g", p, (int)seed,
+                    blocking ? "blocking" : "overlapped", r, a.t[r], want);
+        }
+        if (seed == 1 && !blocking) printf("  overlap p=%d: simulated %.17g, model %.17g\n", p,
+                                           a.t[0], want);
+      }
+}
+
+/* Through the core: a nonblocking allreduce that rank p-1 never joins.
+ * Without a deadline the run is a deadlock, with one the others time out. */
+typedef struct stuck_arg {
+  uint64_t deadline_ms;
+  int status[NB_P];
+} stuck_arg;
+
+static int stuck_fn(redcoll_comm *c, void *arg) {
+  stuck_arg *a = arg;
+  int me = redcoll_comm_rank(c), p = redcoll_comm_size(c);
+  if (a->deadline_ms) redcoll_comm_set_deadline(c, a->deadline_ms);
+  int64_t v = me, s = 0;
+  if (me == p - 1) {
+    a->status[me] = REDCOLL_OK;
+    return REDCOLL_OK;
+  }
+  redcoll_request *r = NULL;
+  int rc = redcoll_iallreduce(c, &v, &s, 1, REDCOLL_INT64, REDCOLL_SUM, &r);
+  if (rc == REDCOLL_OK) rc = redcoll_wait(r);
+  a->status[me] = rc;
+  return rc;
+}
+
+static void test_colls_deadlock_timeout(void) {
+  for (int p = 3; p <= 5; p++) {
+    stuck_arg a;
+    memset(&a, 0, sizeof a);
+    char rep[2048];
+    redcoll_mock_config cfg = cfg_abg(1, 0, 0);
+    cfg.report = rep;
+    cfg.report_len = sizeof rep;
+    CHECK_INT(redcoll_mock_run(p, &cfg, stuck_fn, &a, NULL), REDCOLL_EDEADLOCK);
+    CHECK_MSG(strstr(rep, "deadlock:") != NULL && strstr(rep, "posted") != NULL, "%s", rep);
+    for (int r = 0; r < p - 1; r++)
+      CHECK_MSG(a.status[r] == REDCOLL_EDEADLOCK || a.status[r] == REDCOLL_EABORTED,
+                "p %d rank %d: %s", p, r, redcoll_status_name(a.status[r]));
+    int dl = 0;
+    for (int r = 0; r < p - 1; r++) dl += a.status[r] == REDCOLL_EDEADLOCK;
+    CHECK(dl > 0);
+
+    memset(&a, 0, sizeof a);
+    a.deadline_ms = 50;
+    CHECK_INT(redcoll_mock_run(p, &cfg, stuck_fn, &a, NULL), REDCOLL_ETIMEDOUT);
+    CHECK_MSG(strstr(rep, "timed out at 50 waiting for rank") != NULL, "%s", rep);
+    for (int r = 0; r < p - 1; r++)
+      CHECK_MSG(a.status[r] == REDCOLL_ETIMEDOUT || a.status[r] == REDCOLL_EABORTED,
+                "p %d rank %d: %s", p, r, redcoll_status_name(a.status[r]));
+    CHECK(a.status[0] == REDCOLL_ETIMEDOUT || a.status[1] == REDCOLL_ETIMEDOUT);
+  }
+}
+
 TEST_MAIN(TEST(test_post_ring), TEST(test_post_channels), TEST(test_links),
           TEST(test_blocking_unchanged), TEST(test_done_order), TEST(test_poll),
           TEST(test_progress_bound), TEST(test_deadline), TEST(test_deadlock),
           TEST(test_deadlock_mixed), TEST(test_cancel), TEST(test_abort), TEST(test_mismatch),
           TEST(test_fault), TEST(test_post_from_done), TEST(test_exchange_among_posted),
-          TEST(test_random_deterministic), TEST(test_world))
+          TEST(test_random_deterministic), TEST(test_world), TEST(test_colls_random),
+          TEST(test_colls_deterministic), TEST(test_overlap), TEST(test_colls_deadlock_timeout))
