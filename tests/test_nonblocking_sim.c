@@ -639,6 +639,24 @@ static int fault_fn(redcoll_comm *c, void *arg) {
   return REDCOLL_OK;
 }
 
+/* Rank 1 posts a receive from 0 (which sends nothing), then dies at its
+ * next call: that op of its own ends with REDCOLL_ETRANSPORT too, and so
+ * does rank 2's send to it (posted before or after the death). */
+static int fault_own_fn(redcoll_comm *c, void *arg) {
+  (void)arg;
+  int me = redcoll_comm_rank(c);
+  uint64_t v = 1, in = 0;
+  if (me == 1) {
+    t_op t;
+    R.rc[1][0] = t_post(c, 0, UINT64_MAX, -1, 0, NULL, 0, 0, 3, &in, 8, &t);
+    R.rc[1][1] = raw_send(c, 0, 3, &v, 8); /* call 1 fails: rank 1 dies */
+    R.rc[1][2] = t_wait(c, &t);
+  } else if (me == 2) {
+    R.rc[2][0] = t_post_wait(c, 0, 1, 3, &v, 8, -1, 0, NULL, 0);
+  }
+  return REDCOLL_OK;
+}
+
 static void test_fault(void) {
   redcoll_mock_config cfg = cfg_abg(1, 0, 0);
   cfg.fail_rank = 1;
@@ -646,6 +664,12 @@ static void test_fault(void) {
   CHECK_INT(run_case(2, &cfg, fault_fn, NULL), REDCOLL_OK);
   CHECK_INT(R.rc[0][0], REDCOLL_ETRANSPORT);
   CHECK_INT(R.rc[1][0], REDCOLL_ETRANSPORT);
+  cfg.fail_after = 1;
+  CHECK_INT(run_case(3, &cfg, fault_own_fn, NULL), REDCOLL_OK);
+  CHECK_INT(R.rc[1][0], REDCOLL_OK);
+  CHECK_INT(R.rc[1][1], REDCOLL_ETRANSPORT);
+  CHECK_INT(R.rc[1][2], REDCOLL_ETRANSPORT);
+  CHECK_INT(R.rc[2][0], REDCOLL_ETRANSPORT);
 }
 
 /* done may post again (as the core does): a chain of 20 ping-pongs, each

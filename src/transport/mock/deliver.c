@@ -443,12 +443,15 @@ void redcoll__mock_post_recv(mock_run *run, mock_op *op, int src, uint64_t tag, 
   else if (run->ranks[src].dead) half_done(run, op, 0, REDCOLL_ETRANSPORT, 0, 0);
 }
 
+/* An op of rank f, or one waiting for it. */
 static int waits_for(const mock_op *op, const void *arg) {
   int f = *(const int *)arg;
-  return (op->send_active && op->sdst == f) || (op->recv_active && op->rsrc == f);
+  return op->r->id == f || (op->send_active && op->sdst == f) ||
+         (op->recv_active && op->rsrc == f);
 }
 
-/* Rank f dies: ops waiting on it fail with REDCOLL_ETRANSPORT. */
+/* Rank f dies: its own posted ops and the ops waiting on it fail with
+ * REDCOLL_ETRANSPORT (its eager messages already sent stay receivable). */
 void redcoll__mock_kill_rank(mock_run *run, mock_rank *f) {
   f->dead = 1;
   redcoll__mock_report_add(run, "rank %d: injected transport failure at call %" PRIu64, f->id,

@@ -280,7 +280,8 @@ void redcoll__mock_post_send(mock_run *run, mock_op *op, int dst, uint64_t tag, 
                              size_t len);
 void redcoll__mock_post_recv(mock_run *run, mock_op *op, int src, uint64_t tag, void *buf,
                              size_t len);
-/* Rank f dies: ops waiting on it fail with REDCOLL_ETRANSPORT. */
+/* Rank f dies: its own open ops and those waiting on it fail with
+ * REDCOLL_ETRANSPORT. */
 void redcoll__mock_kill_rank(mock_run *run, mock_rank *f);
 
 /* sched.c */
