@@ -5,7 +5,8 @@
 # threads at once), test_push (nonblocking collectives resumed on
 # delivering threads), test_tcp_comms (the same over TCP: threads taking turns
 # with each process's event loop, an abort from another thread), test_mock with its coroutines and its worlds of the
-# program's threads, test_conformance, and test_soak with a smaller number
+# program's threads, test_nonblocking_sim (posted exchanges, also in a world
+# of threads), test_conformance, and test_soak with a smaller number
 # of collectives and no TCP part).  Exits non-zero if a test fails or
 # ThreadSanitizer reports anything; the reports are kept in
 # $BUILD/tsan-logs/.
@@ -17,7 +18,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 dir=${BUILD:-build-tsan}
-tests=${TSAN_TESTS:-threads comms tcp_comms push mock conformance soak}
+tests=${TSAN_TESTS:-threads comms tcp_comms push mock nonblocking_sim conformance soak}
 soak_iters=${TSAN_SOAK_ITERS:-1000}
 
 # A compiler whose TSan builds and runs a threaded program on this machine
