@@ -7,7 +7,8 @@
 # with each process's event loop, an abort from another thread), the
 # threaded cases of test_tcp_nb (posted exchanges progressed and waited for
 # from several threads at once, and the program's own loop), test_mock with its coroutines and its worlds of the
-# program's threads, test_conformance, and test_soak with a smaller number
+# program's threads, test_nonblocking_sim (posted exchanges, also in a world
+# of threads), test_conformance, and test_soak with a smaller number
 # of collectives and no TCP part), test_shm_queue (the shared-memory
 # transport's queue and futex bell with threads standing in for processes)
 # and test_shm (its processes, each with two threads on two
@@ -22,7 +23,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 dir=${BUILD:-build-tsan}
-tests=${TSAN_TESTS:-threads comms tcp_comms push mock conformance soak shm_queue shm tcp_nb:raw_threads,threads_nb,raw_uv}
+tests=${TSAN_TESTS:-threads comms tcp_comms push mock nonblocking_sim conformance soak shm_queue shm tcp_nb:raw_threads,threads_nb,raw_uv}
 soak_iters=${TSAN_SOAK_ITERS:-1000}
 
 # A compiler whose TSan builds and runs a threaded program on this machine

@@ -1,7 +1,7 @@
 /*
  * The simulator's face (include/redcoll/mock.h, docs/simulator.md; how it
- * works: mock_int.h): the vtable members (exchange, now, info, charge,
- * abort, cancel, close, destroy), a rank's coroutine, redcoll_mock_run,
+ * works: mock_int.h): the vtable members (exchange, post, progress, now,
+ * info, charge, abort, cancel, close, destroy), a rank's coroutine, redcoll_mock_run,
  * redcoll_mock_world_create, redcoll_mock_comm_stats and the
  * configuration's defaults.
  */
@@ -30,16 +30,30 @@ static int is_cancelled(const mock_run *run, uint64_t chan) {
 
 /* ---- the vtable ----------------------------------------------------------------- */
 
+static void lock(mock_run *run) {
+  if (run->threaded) pthread_mutex_lock(&run->mu);
+}
+static void unlock(mock_run *run) {
+  if (run->threaded) pthread_mutex_unlock(&run->mu);
+}
+
 /* Virtual time runs in units of one millisecond for deadlines. */
 #define MOCK_NS_PER_UNIT 1e6
 
-static int mock_call(mock_rank *r, const redcoll_transport_ctx *ctx, int has_send, int dst, uint64_t stag,
-                     const void *sbuf, size_t slen, int has_recv, int src, uint64_t rtag,
-                     void *rbuf, size_t rlen) {
+/* The checks and bookkeeping every call shares (exchange and post): the
+ * gate of a threaded world, the run's and the rank's state, the call
+ * count for fault and stall injection.  REDCOLL_OK: the op may start, and
+ * in a threaded world the mutex is held; else the call's status (the
+ * mutex is held too, except after REDCOLL_EINVAL). */
+static int call_begin(mock_rank *r, const redcoll_transport_ctx *ctx,
+                      const redcoll_transport_msg *s, const redcoll_transport_msg *v) {
   mock_run *run = r->run;
-  if (has_send && (dst < 0 || dst >= run->p || dst == r->id || (sbuf == NULL && slen > 0)))
+  if (s == NULL && v == NULL) return REDCOLL_EINVAL;
+  if (s != NULL && (s->peer < 0 || s->peer >= run->p || s->peer == r->id ||
+                    (s->buf == NULL && s->len > 0)))
     return REDCOLL_EINVAL;
-  if (has_recv && (src < 0 || src >= run->p || src == r->id || (rbuf == NULL && rlen > 0)))
+  if (v != NULL && (v->peer < 0 || v->peer >= run->p || v->peer == r->id ||
+                    (v->buf == NULL && v->len > 0)))
     return REDCOLL_EINVAL;
   if (run->threaded) {
     /* The gate: wait, ready, until picked. */
@@ -47,65 +61,168 @@ static int mock_call(mock_rank *r, const redcoll_transport_ctx *ctx, int has_sen
     redcoll__mock_make_runnable(run, r);
     redcoll__mock_thread_give_way(run, r);
   }
-  int rc;
-  if (run->deadlocked) {
-    rc = REDCOLL_EDEADLOCK;
-    goto out;
-  }
-  if (run->aborted) {
-    rc = REDCOLL_EABORTED;
-    goto out;
-  }
-  if (r->dead) {
-    rc = REDCOLL_ETRANSPORT;
-    goto out;
-  }
-  r->chan = ctx->channel;
-  if (is_cancelled(run, r->chan)) {
-    rc = REDCOLL_EABORTED;
-    goto out;
-  }
+  run->epoch++;
+  if (run->deadlocked) return REDCOLL_EDEADLOCK;
+  if (run->aborted) return REDCOLL_EABORTED;
+  if (r->dead) return REDCOLL_ETRANSPORT;
+  if (is_cancelled(run, ctx->channel)) return REDCOLL_EABORTED;
   uint64_t n = r->ncalls++;
   r->st.calls = r->ncalls;
   if (r->id == run->cfg.fail_rank && n == run->cfg.fail_after) {
     redcoll__mock_kill_rank(run, r);
-    rc = REDCOLL_ETRANSPORT;
-    goto out;
+    return REDCOLL_ETRANSPORT;
   }
-  /* The core measures the collective's deadline on this clock. */
-  r->ctag = has_send ? stag : rtag;
-  r->in_coll = ctx->collective != 0;
-  r->deadline =
-      ctx->deadline_ns == UINT64_MAX ? INFINITY : (double)ctx->deadline_ns / MOCK_NS_PER_UNIT;
   if (r->id == run->cfg.stall_rank && n == run->cfg.stall_after) {
     redcoll__mock_report_add(run, "rank %d: stalled for %.17g at call %" PRIu64, r->id,
                              run->cfg.stall_time, n);
     r->clock += run->cfg.stall_time;
   }
-  r->err = REDCOLL_OK;
-  r->pend = 0;
-  r->send_active = r->recv_active = 0;
-  r->cend = r->clock;
-  r->crend = r->rclock;
-  if (has_send) redcoll__mock_post_send(run, r, dst, stag, sbuf, slen);
-  if (has_recv && r->err == REDCOLL_OK) redcoll__mock_post_recv(run, r, src, rtag, rbuf, rlen);
-  if (r->pend > 0) redcoll__mock_block(run, r);
-  rc = r->err;
-  if (rc == REDCOLL_OK) {
-    r->clock = r->cend;
-    r->rclock = r->crend;
-  }
-out:
-  if (run->threaded) pthread_mutex_unlock(&run->mu);
-  return rc;
+  return REDCOLL_OK;
+}
+
+/* Fills op for the exchange (s, v) of ctx, posted now by r, links it to
+ * r's list and posts its halves. */
+static void op_start(mock_rank *r, mock_op *op, redcoll_transport_op *top,
+                     const redcoll_transport_ctx *ctx, const redcoll_transport_msg *s,
+                     const redcoll_transport_msg *v) {
+  memset(op, 0, sizeof *op);
+  op->r = r;
+  op->top = top;
+  op->chan = ctx->channel;
+  op->ctag = s != NULL ? s->tag : v->tag;
+  op->in_coll = ctx->collective != 0;
+  /* The core measures the collective's deadline on this clock. */
+  op->deadline =
+      ctx->deadline_ns == UINT64_MAX ? INFINITY : (double)ctx->deadline_ns / MOCK_NS_PER_UNIT;
+  op->post_t = op->cend = r->clock;
+  op->post_r = op->crend = r->rclock;
+  op->rv.eager = 1;
+  redcoll__mock_op_link(op);
+  /* One count of pend for the posting itself, so that a send half that
+   * ends at once (eager) does not end the op before its receive is up. */
+  op->pend = 1;
+  mock_run *run = r->run;
+  if (s != NULL) redcoll__mock_post_send(run, op, s->peer, s->tag, s->buf, s->len);
+  if (v != NULL && op->err == REDCOLL_OK)
+    redcoll__mock_post_recv(run, op, v->peer, v->tag, v->buf, v->len);
+  if (!op->finished && --op->pend == 0) op->finished = 1; /* the caller goes on */
 }
 
 static int mock_exchange(void *impl, const redcoll_transport_ctx *ctx,
                          const redcoll_transport_msg *s, const redcoll_transport_msg *v) {
-  if (s == NULL && v == NULL) return REDCOLL_EINVAL;
-  return mock_call(impl, ctx, s != NULL, s ? s->peer : 0, s ? s->tag : 0,
-                   s ? s->buf : NULL, s ? s->len : 0, v != NULL, v ? v->peer : 0, v ? v->tag : 0,
-                   v ? v->buf : NULL, v ? v->len : 0);
+  mock_rank *r = impl;
+  mock_run *run = r->run;
+  int rc = call_begin(r, ctx, s, v);
+  if (rc == REDCOLL_EINVAL) return rc;
+  if (rc == REDCOLL_OK) {
+    mock_op op;
+    op_start(r, &op, NULL, ctx, s, v);
+    if (!op.finished) redcoll__mock_block(run, r);
+    redcoll__mock_op_unlink(&op);
+    rc = op.err;
+    if (rc == REDCOLL_OK) {
+      r->clock = op.cend;
+      r->rclock = op.crend;
+    }
+  }
+  if (run->threaded) pthread_mutex_unlock(&run->mu);
+  return rc;
+}
+
+/* A posted exchange: the same op as exchange's, on the heap, told by
+ * progress. */
+static int mock_post(void *impl, const redcoll_transport_ctx *ctx, const redcoll_transport_msg *s,
+                     const redcoll_transport_msg *v, redcoll_transport_op *top) {
+  mock_rank *r = impl;
+  mock_run *run = r->run;
+  if (top == NULL || top->done == NULL) return REDCOLL_EINVAL;
+  int rc = call_begin(r, ctx, s, v);
+  if (rc == REDCOLL_EINVAL) return rc;
+  if (rc == REDCOLL_OK) {
+    mock_op *op = malloc(sizeof *op);
+    if (op == NULL) {
+      rc = REDCOLL_ENOMEM;
+    } else {
+      op_start(r, op, top, ctx, s, v);
+      top->priv[0] = op;
+    }
+  }
+  if (run->threaded) pthread_mutex_unlock(&run->mu);
+  return rc;
+}
+
+/* Whether r has posted ops not yet told. */
+static int has_posted(const mock_rank *r) {
+  for (const mock_op *op = r->ops; op != NULL; op = op->next)
+    if (op->top != NULL) return 1;
+  return 0;
+}
+
+/* Orders finished ops by end, then post order. */
+static int op_before(const mock_op *a, const mock_op *b) {
+  return a->cend < b->cend || (a->cend == b->cend && a->seq < b->seq);
+}
+
+/* Gives way until the scheduler releases r (no rank can run and r's next
+ * event is the earliest: see redcoll__mock_next_event), then calls done
+ * for each posted op that had finished by then, in the order they ended.
+ * until_ns at or before r's clock is a poll: r waits only until every
+ * other rank has stopped, and is released at its own clock; a poll that
+ * told nothing, followed by another with no transport call in between
+ * anywhere, waits like progress(UINT64_MAX) (a loop of polls would
+ * otherwise spin with virtual time standing still). */
+static int mock_progress(void *impl, uint64_t until_ns) {
+  mock_rank *r = impl;
+  mock_run *run = r->run;
+  if (run->threaded) {
+    pthread_mutex_lock(&run->mu);
+    redcoll__mock_make_runnable(run, r);
+    redcoll__mock_thread_give_way(run, r);
+  }
+  if (!has_posted(r)) {
+    if (run->threaded) pthread_mutex_unlock(&run->mu);
+    return run->deadlocked ? REDCOLL_EDEADLOCK : REDCOLL_OK;
+  }
+  double until = until_ns == UINT64_MAX ? INFINITY : (double)until_ns / MOCK_NS_PER_UNIT;
+  if (until <= r->clock) until = r->idle && r->idle_epoch == run->epoch ? INFINITY : r->clock;
+  r->wake = until;
+  r->in_progress = 1;
+  redcoll__mock_block(run, r);
+  r->in_progress = 0;
+  double t = r->release;
+  if (t > r->clock) r->clock = t;
+  /* The ops to tell, detached and sorted (insertion: a rank has few). */
+  mock_op *list = NULL;
+  for (mock_op *op = r->ops, *next; op != NULL; op = next) {
+    next = op->next;
+    if (op->top == NULL || !op->finished || op->cend > t) continue;
+    redcoll__mock_op_unlink(op);
+    mock_op **at = &list;
+    while (*at != NULL && op_before(*at, op)) at = &(*at)->next;
+    op->next = *at;
+    *at = op;
+  }
+  if (list == NULL) {
+    r->idle = 1;
+    r->idle_epoch = run->epoch;
+  } else {
+    r->idle = 0;
+    run->epoch++;
+  }
+  if (run->threaded) pthread_mutex_unlock(&run->mu);
+  while (list != NULL) {
+    mock_op *op = list;
+    list = op->next;
+    redcoll_transport_op *top = op->top;
+    int err = op->err;
+    lock(run);
+    if (err == REDCOLL_OK && op->crend > r->rclock) r->rclock = op->crend;
+    unlock(run);
+    free(op);
+    /* done may post again with the same top: nothing of op is kept. */
+    top->done(top, err);
+  }
+  return REDCOLL_OK;
 }
 
 static uint64_t mock_now(void *impl) {
@@ -125,52 +242,51 @@ static int mock_info(void *impl, redcoll_transport_info *info) {
   return REDCOLL_OK;
 }
 
-static void lock(mock_run *run) {
-  if (run->threaded) pthread_mutex_lock(&run->mu);
-}
-static void unlock(mock_run *run) {
-  if (run->threaded) pthread_mutex_unlock(&run->mu);
-}
-
 static void mock_charge(void *impl, size_t bytes) {
   mock_rank *r = impl;
   lock(r->run);
+  r->run->epoch++;
   r->clock += (double)bytes * r->run->cfg.gamma;
   r->st.bytes_reduced += bytes;
   unlock(r->run);
+}
+
+static int any_op(const mock_op *op, const void *arg) {
+  (void)op, (void)arg;
+  return 1;
 }
 
 static void mock_abort(void *impl, int status) {
   mock_rank *r = impl;
   mock_run *run = r->run;
   lock(run);
+  run->epoch++;
   if (!run->aborted && !run->deadlocked && !r->dead) {
     run->aborted = 1;
     redcoll__mock_report_add(run, "rank %d: aborted the run (%s)", r->id,
                              redcoll_status_name(status));
-    for (int i = 0; i < run->p; i++)
-      if (run->ranks[i].state == ST_BLOCKED)
-        redcoll__mock_cancel_call(run, &run->ranks[i], REDCOLL_EABORTED);
+    redcoll__mock_cancel_where(run, any_op, NULL, REDCOLL_EABORTED);
   }
   unlock(run);
 }
 
 static void run_free(mock_run *run);
 
-/* Channel group `group` is over for everyone (cancel) with status `why`:
- * every blocked call on one of its channels ends with it. */
-static void cancel_group(mock_run *run, uint64_t group, int why) {
-  for (int i = 0; i < run->p; i++) {
-    mock_rank *q = &run->ranks[i];
-    if (q->state == ST_BLOCKED && GROUP_OF(q->chan) == group)
-      redcoll__mock_cancel_call(run, q, why);
-  }
+/* An open op of rank `by` on a channel of group `group` (a uint64_t[2]:
+ * {group, by}). */
+static int in_group_of(const mock_op *op, const void *arg) {
+  const uint64_t *g = arg;
+  return GROUP_OF(op->chan) == g[0] && op->r->id == (int)g[1];
+}
+static int in_group(const mock_op *op, const void *arg) {
+  return GROUP_OF(op->chan) == *(const uint64_t *)arg;
 }
 
 static void mock_cancel(void *impl, uint64_t channel, int status) {
   mock_rank *r = impl;
   mock_run *run = r->run;
   lock(run);
+  run->epoch++;
   if (!is_cancelled(run, channel)) {
     uint64_t *n = realloc(run->cancelled, (run->ncancelled + 1) * sizeof *n);
     if (n != NULL) {
@@ -179,22 +295,33 @@ static void mock_cancel(void *impl, uint64_t channel, int status) {
     }
     redcoll__mock_report_add(run, "rank %d: aborted the communicator on channel %" PRIu64 " (%s)",
                              r->id, GROUP_OF(channel), redcoll_status_name(status));
-    cancel_group(run, GROUP_OF(channel), REDCOLL_EABORTED);
+    /* The group is over for everyone: the caller's own posted ops end with
+     * its status, every other open op on its channels with
+     * REDCOLL_EABORTED. */
+    uint64_t g[2] = {GROUP_OF(channel), (uint64_t)r->id};
+    redcoll__mock_cancel_where(run, in_group_of, g,
+                               status != REDCOLL_OK ? status : REDCOLL_EABORTED);
+    redcoll__mock_cancel_where(run, in_group, &g[0], REDCOLL_EABORTED);
   }
   unlock(run);
 }
 
-/* Rank r leaves the channel group: the calls waiting for it there fail. */
+/* An open op on a channel of group g[0] that waits for rank g[1]. */
+static int waits_in_group_for(const mock_op *op, const void *arg) {
+  const uint64_t *g = arg;
+  int who = (int)g[1];
+  return GROUP_OF(op->chan) == g[0] &&
+         ((op->send_active && op->sdst == who) || (op->recv_active && op->rsrc == who));
+}
+
+/* Rank r leaves the channel group: the ops waiting for it there fail. */
 static void mock_close(void *impl, uint64_t channel) {
   mock_rank *r = impl;
   mock_run *run = r->run;
   lock(run);
-  for (int i = 0; i < run->p; i++) {
-    mock_rank *q = &run->ranks[i];
-    if (q->state != ST_BLOCKED || GROUP_OF(q->chan) != GROUP_OF(channel)) continue;
-    if ((q->send_active && q->sdst == r->id) || (q->recv_active && q->rsrc == r->id))
-      redcoll__mock_cancel_call(run, q, REDCOLL_ETRANSPORT);
-  }
+  run->epoch++;
+  uint64_t g[2] = {GROUP_OF(channel), (uint64_t)r->id};
+  redcoll__mock_cancel_where(run, waits_in_group_for, g, REDCOLL_ETRANSPORT);
   unlock(run);
 }
 
@@ -220,7 +347,7 @@ static void mock_destroy(void *impl) {
 }
 
 static const redcoll_transport_ops mock_ops = {
-  .version = 3,
+  .version = 4,
   .charge = mock_charge,
   .abort = mock_abort,
   .destroy = mock_destroy,
@@ -229,6 +356,8 @@ static const redcoll_transport_ops mock_ops = {
   .exchange = mock_exchange,
   .cancel = mock_cancel,
   .close = mock_close,
+  .post = mock_post,
+  .progress = mock_progress,
 };
 
 /* ---- the run ---------------------------------------------------------------------- */
@@ -285,8 +414,6 @@ static int run_new(int p, const redcoll_mock_config *cfg, mock_run **out) {
     mock_rank *r = &run->ranks[i];
     r->run = run;
     r->id = i;
-    r->rv.eager = 1;
-    r->deadline = INFINITY;
   }
   return REDCOLL_OK;
 }
@@ -307,6 +434,13 @@ static void run_free(mock_run *run) {
       }
     }
   }
+  /* Posted ops never told (a rank returned with them open): their
+   * rendezvous messages were in the queues freed above. */
+  for (int i = 0; run->ranks != NULL && i < run->p; i++)
+    for (mock_op *op = run->ranks[i].ops, *next; op != NULL; op = next) {
+      next = op->next;
+      if (op->top != NULL) free(op);
+    }
   while (run->free_pairs != NULL) {
     mock_pair *q = run->free_pairs;
     run->free_pairs = q->next;

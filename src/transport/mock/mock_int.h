@@ -18,8 +18,22 @@
  * message in flight, found through a hash table: memory is proportional to
  * the messages in flight, not to p^2.  A rendezvous message lives in its
  * blocked sender's rank record and points at the sender's buffer; an eager
- * message is a heap copy.  A rank has at most one call in progress, made of
- * a send half and/or a receive half.
+ * message is a heap copy.
+ *
+ * Calls are ops (mock_op): a send half and/or a receive half, its channel,
+ * tag, deadline and end.  A rank's blocking exchange is one op on its own
+ * stack, and the rank blocks until the op ends; a posted exchange (post,
+ * transport.h version 4) is a heap op, and a rank may have many at once on
+ * any channels.  Every op of a rank not yet finished and told is on the
+ * rank's list in post order; matching scans it for the first open receive
+ * from a source on a channel.  A posted op that finishes stays on the list
+ * until the rank's own progress calls its done, which happens only when no
+ * rank can run and the rank's next event (an op's end, its progress bound)
+ * is the earliest of all: so the ends are told in virtual-time order
+ * whatever the interleaving.  Transfers occupy the sender's outgoing link
+ * and the receiver's incoming link for len * beta (the alpha is latency,
+ * not occupancy): a rank's concurrent transfers in one direction queue in
+ * the order they matched.
  *
  * A world made by redcoll_mock_world_create has no coroutines: its ranks
  * are the program's own threads, and a baton under one mutex takes the
@@ -35,8 +49,10 @@
  *   sched.c    coroutine stacks and switches, picking the next rank,
  *              blocking, the threaded world's baton;
  *   deliver.c  posting sends and receives, delivery, the end of a half
- *              and of a call, cancellation, deadlines, fault injection,
- *              mismatches among blocked ranks, the deadlock report;
+ *              and of an op, cancellation, the next event when no rank
+ *              can run (deadlines, releases from progress), fault
+ *              injection, mismatches among blocked ranks, the deadlock
+ *              report;
  *   queue.c    the per-pair message queues;
  *   report.c   the error report, the trace, the dot graph.
  * sched.c reaches mock.c's rank_main only through mock_run.rank_main.
@@ -65,8 +81,10 @@ typedef struct mock_msg {
   int eager;
   double post;           /* send post time */
   uint64_t rpost;        /* same on the round clock */
+  double start;          /* eager only: when the transfer started (its link was free) */
   double end;            /* eager only: when the transfer ended */
   uint64_t rend;
+  struct mock_op *op;    /* rendezvous: the sender's op, which holds the message */
 } mock_msg;
 
 typedef struct mock_pair {
@@ -84,27 +102,24 @@ typedef struct mock_edge {
 
 struct mock_run;
 
-typedef struct mock_rank {
-  struct mock_run *run;
-  int id;
-  int state;
-  ucontext_t ctx;        /* where the rank resumes */
-  void *fiber;           /* ThreadSanitizer's fiber of the rank */
-  double clock;
-  uint64_t rclock;
-  int started;           /* its coroutine was made */
-  int dead;              /* fault injection fired on this rank */
-  uint64_t ncalls;
-  uint64_t ctag;         /* tag of the current call */
+/* One exchange of a rank: its blocking call (on the rank's stack) or a
+ * posted one (on the heap, until its done has been called). */
+typedef struct mock_op {
+  struct mock_op *prev, *next; /* the rank's ops, in post order */
+  struct mock_rank *r;
+  redcoll_transport_op *top; /* the core's op; NULL for a blocking exchange */
+  uint64_t seq;          /* per rank, in post order */
   uint64_t chan;         /* its channel */
-  int in_coll;           /* the current call belongs to a collective */
-  double deadline;       /* of the running collective; INFINITY: none */
-  redcoll_mock_stats st;
-  /* The call in progress. */
+  uint64_t ctag;         /* its tag (the send's if it has one) */
+  int in_coll;           /* it belongs to a collective */
+  double deadline;       /* INFINITY: none */
+  double post_t;         /* when it was posted */
+  uint64_t post_r;
   int send_active, recv_active; /* halves not finished yet */
   int pend;              /* send_active + recv_active */
+  int finished;          /* both halves over (or it failed): err, cend, crend are final */
   int err;
-  double cend;           /* latest end among finished halves */
+  double cend;           /* latest end among finished halves; a failed op: when it failed */
   uint64_t crend;
   mock_msg rv;           /* the rendezvous message of the send half */
   int sdst;
@@ -116,6 +131,29 @@ typedef struct mock_rank {
   size_t rlen;
   double rpost_t;        /* receive post time */
   uint64_t rpost_r;
+} mock_op;
+
+typedef struct mock_rank {
+  struct mock_run *run;
+  int id;
+  int state;
+  ucontext_t ctx;        /* where the rank resumes */
+  void *fiber;           /* ThreadSanitizer's fiber of the rank */
+  double clock;
+  uint64_t rclock;
+  int started;           /* its coroutine was made */
+  int dead;              /* fault injection fired on this rank */
+  uint64_t ncalls;
+  redcoll_mock_stats st;
+  mock_op *ops, *ops_tail; /* open ops and finished posted ones not yet told */
+  uint64_t nops;         /* ops posted so far (their seq) */
+  double out_free, in_free; /* when its outgoing and incoming links are free */
+  /* progress: */
+  int in_progress;       /* blocked in progress */
+  double wake;           /* ... until this time at most (INFINITY: no bound) */
+  double release;        /* the time it was released at */
+  int idle;              /* its last progress told nothing, at run epoch idle_epoch */
+  uint64_t idle_epoch;
 } mock_rank;
 
 typedef struct mock_run {
@@ -148,6 +186,7 @@ typedef struct mock_run {
   int nalive;            /* communicators not yet destroyed */
   int deadlocked;
   uint64_t nmsgs;        /* completed messages */
+  uint64_t epoch;        /* counts the transport calls that changed something */
   mock_pair **buckets;
   size_t nbuckets;
   size_t npairs;
@@ -216,21 +255,33 @@ void redcoll__mock_pair_remove(mock_run *run, mock_msg *m);
 
 /* r becomes ready (a blocked r is no longer counted as blocked). */
 void redcoll__mock_make_runnable(mock_run *run, mock_rank *r);
-/* Ends the call of r with err, withdrawing its open halves. */
-void redcoll__mock_cancel_call(mock_run *run, mock_rank *r, int err);
-/* The earliest deadline among blocked ranks expires; 0 if none has one. */
-int redcoll__mock_expire_one(mock_run *run);
+/* Ends op with err (if it has not failed already), withdrawing its open
+ * halves; a blocking op's rank becomes runnable.  A posted op waits on its
+ * rank's list for progress. */
+void redcoll__mock_cancel_op(mock_run *run, mock_op *op, int err);
+/* Ends every open op of every rank for which keep(op, arg) is 1 with err. */
+void redcoll__mock_cancel_where(mock_run *run, int (*keep)(const mock_op *op, const void *arg),
+                                const void *arg, int err);
+/* No rank can run: the earliest event happens (a deadline expires, or the
+ * rank blocked in progress with the earliest end or bound is released); 0
+ * if there is none. */
+int redcoll__mock_next_event(mock_run *run);
 /* Blocked ranks waiting for each other in different collectives fail with
  * REDCOLL_EMISMATCH; 0 if there are none. */
 int redcoll__mock_blocked_mismatch(mock_run *run);
-/* Reports the deadlock and fails every blocked call with REDCOLL_EDEADLOCK. */
+/* Reports the deadlock and fails every open op with REDCOLL_EDEADLOCK. */
 void redcoll__mock_deadlock(mock_run *run);
-/* Post the send half and the receive half of r's call. */
-void redcoll__mock_post_send(mock_run *run, mock_rank *r, int dst, uint64_t tag, const void *buf,
+/* Appends op (posted by its rank at its clock) to its rank's list. */
+void redcoll__mock_op_link(mock_op *op);
+/* Takes op off its rank's list. */
+void redcoll__mock_op_unlink(mock_op *op);
+/* Post the send half and the receive half of op. */
+void redcoll__mock_post_send(mock_run *run, mock_op *op, int dst, uint64_t tag, const void *buf,
                              size_t len);
-void redcoll__mock_post_recv(mock_run *run, mock_rank *r, int src, uint64_t tag, void *buf,
+void redcoll__mock_post_recv(mock_run *run, mock_op *op, int src, uint64_t tag, void *buf,
                              size_t len);
-/* Rank f dies: calls waiting on it fail with REDCOLL_ETRANSPORT. */
+/* Rank f dies: its own open ops and those waiting on it fail with
+ * REDCOLL_ETRANSPORT. */
 void redcoll__mock_kill_rank(mock_run *run, mock_rank *f);
 
 /* sched.c */
@@ -247,7 +298,8 @@ void redcoll__mock_to_scheduler(mock_run *run, mock_rank *r);
 mock_rank *redcoll__mock_pick_next(mock_run *run);
 /* Threaded world, mutex held: r stops running and waits until picked. */
 void redcoll__mock_thread_give_way(mock_run *run, mock_rank *r);
-/* The caller gives way until its call has ended. */
+/* The caller gives way until its call has ended (or, in progress, until
+ * the scheduler releases it). */
 void redcoll__mock_block(mock_run *run, mock_rank *r);
 
 #endif

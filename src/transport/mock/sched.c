@@ -1,8 +1,9 @@
 /*
  * The simulator's scheduling: the ranks' coroutine stacks and the switches
  * between them (announced to AddressSanitizer and ThreadSanitizer),
- * picking the next rank with the seeded generator, blocking a rank until
- * its call ends, and the baton of a world of the program's threads.
+ * picking the next rank with the seeded generator (and, when none can run,
+ * the next event), blocking a rank until its call ends or progress
+ * releases it, and the baton of a world of the program's threads.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -134,9 +135,13 @@ static int start_rank(mock_run *run, mock_rank *r) {
  * having returned REDCOLL_ENOMEM. */
 mock_rank *redcoll__mock_pick_next(mock_run *run) {
   for (;;) {
-    if (run->nrunnable == 0 && run->nblocked > 0 && !redcoll__mock_expire_one(run) &&
-        !redcoll__mock_blocked_mismatch(run))
+    /* No rank can run: the next event, else a mismatch, else a deadlock
+     * (whose failed ops are events in turn). */
+    while (run->nrunnable == 0 && run->nblocked > 0) {
+      if (redcoll__mock_next_event(run) || redcoll__mock_blocked_mismatch(run)) continue;
+      if (run->deadlocked) break; /* nothing left to end: should not happen */
       redcoll__mock_deadlock(run);
+    }
     if (run->nrunnable == 0) return NULL;
     int idx = (int)(rng_next(&run->rng) % (uint64_t)run->nrunnable);
     int id = run->runnable[idx];
