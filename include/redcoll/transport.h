@@ -118,13 +118,19 @@ typedef struct redcoll_transport_msg {
  * alive until the transport calls done. */
 typedef struct redcoll_transport_op {
   /* Called by the transport exactly once, when the exchange has finished,
-   * with REDCOLL_OK or the status exchange would have returned.  Never
-   * inside post; inside progress on the thread that called it, or, for a
-   * transport that runs on the embedder's threads or event loop, inside
-   * the embedder's call that finished it (a delivery, a loop callback).
-   * done may call post, cancel and abort (the core starts the
-   * collective's next exchange from it, or gives up and tells the peers)
-   * but never progress. */
+   * with REDCOLL_OK or the status exchange would have returned: inside
+   * post when the exchange finishes at once (a send the transport copied,
+   * a receive whose message had arrived), inside progress on the thread
+   * that called it, or, for a transport that runs on the embedder's
+   * threads or event loop, inside the embedder's call that finished it (a
+   * delivery, a loop callback), possibly on another thread before post
+   * has returned.  From the call of done on, the transport does not touch
+   * the op again: the core reuses it, from inside done too.  done may call
+   * post, cancel and abort (the core starts the collective's next exchange
+   * from it, or gives up and tells the peers) but never progress.  A
+   * transport that calls done on the embedder's threads may see post
+   * called there even without REDCOLL_TRANSPORT_CAP_THREADS; the core
+   * posts for one communicator at a time. */
   void (*done)(struct redcoll_transport_op *op, int status);
   void *user;         /* the core's */
   void *priv[4];      /* the transport's: room to link the op into its lists */
@@ -232,9 +238,12 @@ typedef struct redcoll_transport_ops {
    * channel are matched in the order posted (their messages from one rank
    * to another arrive in that order); an exchange posted on another channel
    * is independent.  An op still waiting at ctx->deadline_ns finishes with
-   * REDCOLL_ETIMEDOUT; cancel finishes the ops of its channel group with
-   * the status given (REDCOLL_EABORTED on the peers).  post and progress
-   * need both or neither. */
+   * REDCOLL_ETIMEDOUT when the transport next looks (in progress at the
+   * latest); cancel finishes the ops of its channel group with the status
+   * given (REDCOLL_EABORTED on the peers), abort all of them, both through
+   * done in a later progress (or delivery), never inside cancel or abort.
+   * The core calls close and destroy only when no op of theirs is posted.
+   * post and progress need both or neither. */
   int (*post)(void *impl, const redcoll_transport_ctx *ctx, const redcoll_transport_msg *send,
               const redcoll_transport_msg *recv, redcoll_transport_op *op);
 

@@ -182,9 +182,10 @@ void redcoll__comm_tell_peers(redcoll_comm *c, int status);
  * memory is short (api/group.c). */
 int redcoll__split_members(const int32_t *table, int p, int color, int *ranks);
 /* A point-to-point exchange (algo/io.c): send to dst with stag and/or
- * receive from src with rtag (-1: absent), ranks of c. */
-int redcoll__p2p(redcoll_comm *c, int dst, uint64_t stag, const void *sbuf, size_t slen, int src,
-                 uint64_t rtag, void *rbuf, size_t rlen);
+ * receive from src with rtag (-1: absent), ranks of c, by deadline_ns
+ * (its own: a nonblocking collective of c keeps its in c). */
+int redcoll__p2p(redcoll_comm *c, uint64_t deadline_ns, int dst, uint64_t stag, const void *sbuf,
+                 size_t slen, int src, uint64_t rtag, void *rbuf, size_t rlen);
 
 /* Everything an algorithm needs to know about one collective call, checked
  * and resolved: sendbuf is never REDCOLL_IN_PLACE (in place, it equals

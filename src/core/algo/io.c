@@ -173,12 +173,12 @@ void redcoll__reduce(const redcoll__call *call, void *out, const void *left, con
 /* Point-to-point on the communicator's own channel (the collectives' one
  * on a transport without channels), with the user's tags, the deadline
  * and the failure handling of a collective's call. */
-int redcoll__p2p(redcoll_comm *c, int dst, uint64_t stag, const void *sbuf, size_t slen, int src,
-                 uint64_t rtag, void *rbuf, size_t rlen) {
+int redcoll__p2p(redcoll_comm *c, uint64_t deadline_ns, int dst, uint64_t stag, const void *sbuf,
+                 size_t slen, int src, uint64_t rtag, void *rbuf, size_t rlen) {
   /* Its own deadline: a nonblocking collective of c may be between two
    * steps on another thread, with its deadline in c. */
-  int rc = exchange_on(c, REDCOLL__CH_P2P, 0, redcoll__comm_deadline(c), dst, stag, sbuf, slen,
-                       src, rtag, rbuf, rlen);
+  int rc = exchange_on(c, REDCOLL__CH_P2P, 0, deadline_ns, dst, stag, sbuf, slen, src, rtag, rbuf,
+                       rlen);
   if (rc == REDCOLL_OK) return rc;
   return fail_io(c, rc, "point-to-point", dst, src);
 }

@@ -15,14 +15,16 @@ REDCOLL_API int redcoll_send(redcoll_comm *c, int dst, uint32_t tag, const void 
   if (c == NULL || !check_peer(c, dst, buf, len)) return REDCOLL_EINVAL;
   int rc = redcoll_comm_error(c);
   if (rc != REDCOLL_OK) return rc;
-  return redcoll__p2p(c, dst, P2P_TAG(tag), buf, len, -1, 0, NULL, 0);
+  return redcoll__p2p(c, redcoll__comm_deadline(c), dst, P2P_TAG(tag), buf, len, -1, 0, NULL,
+                      0);
 }
 
 REDCOLL_API int redcoll_recv(redcoll_comm *c, int src, uint32_t tag, void *buf, size_t len) {
   if (c == NULL || !check_peer(c, src, buf, len)) return REDCOLL_EINVAL;
   int rc = redcoll_comm_error(c);
   if (rc != REDCOLL_OK) return rc;
-  return redcoll__p2p(c, -1, 0, NULL, 0, src, P2P_TAG(tag), buf, len);
+  return redcoll__p2p(c, redcoll__comm_deadline(c), -1, 0, NULL, 0, src, P2P_TAG(tag), buf,
+                      len);
 }
 
 REDCOLL_API int redcoll_sendrecv(redcoll_comm *c, int dst, uint32_t stag, const void *sbuf,
@@ -31,5 +33,6 @@ REDCOLL_API int redcoll_sendrecv(redcoll_comm *c, int dst, uint32_t stag, const 
     return REDCOLL_EINVAL;
   int rc = redcoll_comm_error(c);
   if (rc != REDCOLL_OK) return rc;
-  return redcoll__p2p(c, dst, P2P_TAG(stag), sbuf, slen, src, P2P_TAG(rtag), rbuf, rlen);
+  return redcoll__p2p(c, redcoll__comm_deadline(c), dst, P2P_TAG(stag), sbuf, slen, src,
+                      P2P_TAG(rtag), rbuf, rlen);
 }
