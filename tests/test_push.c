@@ -142,13 +142,17 @@ static int run_world(world *w, int p, uint64_t timeout_ms,
     pthread_cond_signal(&b->cv);
     pthread_mutex_unlock(&b->mu);
     pthread_join(b->thread, NULL);
+  }
+  /* Destroying sends BYE to the peers, into boxes nobody reads any more. */
+  for (int r = 0; r < p; r++) redcoll_comm_destroy(w->comms[r]);
+  for (int r = 0; r < p; r++) {
+    box *b = &w->boxes[r];
     while (b->head) {
       letter *l = b->head;
       b->head = l->next;
       free(l);
     }
   }
-  for (int r = 0; r < p; r++) redcoll_comm_destroy(w->comms[r]);
   return REDCOLL_OK;
 }
 
