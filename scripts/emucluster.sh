@@ -135,27 +135,22 @@ selftest() {
   echo "emucluster: selftest ok"
 }
 
+# Brings up h hosts unless they are there; what it brought up goes down
+# on exit (EMU_KEEP=1 keeps it).
+ensure_up() {
+  if ! ip netns list | grep -q "^${PREFIX}$(($1 - 1))\b"; then
+    up "$1" "${EMU_RATE:-250}"
+    [ "${EMU_KEEP:-0}" = 1 ] || trap down EXIT
+  fi
+}
+
 cmd=${1:-}
 shift || true
 case "$cmd" in
   up) need_root; up "$@" ;;
   down) need_root; down ;;
-  run)
-    need_root
-    h=$1
-    if ! ip netns list | grep -q "^${PREFIX}$((h - 1))\b"; then
-      up "$h" "${EMU_RATE:-250}"
-      [ "${EMU_KEEP:-0}" = 1 ] || trap down EXIT
-    fi
-    run "$@" ;;
-  mpirun)
-    need_root
-    h=$1
-    if ! ip netns list | grep -q "^${PREFIX}$((h - 1))\b"; then
-      up "$h" "${EMU_RATE:-250}"
-      [ "${EMU_KEEP:-0}" = 1 ] || trap down EXIT
-    fi
-    mpirun_emu "$@" ;;
+  run) need_root; ensure_up "$1"; run "$@" ;;
+  mpirun) need_root; ensure_up "$1"; mpirun_emu "$@" ;;
   selftest) need_root; selftest ;;
   *) sed -n '2,26p' "$0"; exit 2 ;;
 esac

@@ -303,14 +303,21 @@ REDCOLL_API int redcoll_comm_set_progress_thread(redcoll_comm *c, int on) {
   return rc;
 }
 
-int redcoll__nb_finished(redcoll_comm *c, int status, redcoll_request **req) {
-  redcoll__nb *nb = nb_of(c);
+/* A request of c, zeroed, and c's nonblocking state made if it was not;
+ * NULL if memory is short. */
+static redcoll_request *new_request(redcoll_comm *c) {
   redcoll_request *r = calloc(1, sizeof *r);
-  if (nb == NULL || r == NULL) {
+  if (r == NULL || nb_of(c) == NULL) {
     free(r);
-    return REDCOLL_ENOMEM;
+    return NULL;
   }
   r->comm = c;
+  return r;
+}
+
+int redcoll__nb_finished(redcoll_comm *c, int status, redcoll_request **req) {
+  redcoll_request *r = new_request(c);
+  if (r == NULL) return REDCOLL_ENOMEM;
   r->status = status;
   r->done = 1;
   *req = r;
@@ -325,13 +332,9 @@ int redcoll__nb_start(const redcoll__call *call, int (*run)(redcoll__call *call)
     int rc = run((redcoll__call *)call);
     return redcoll__nb_finished(c, rc, req);
   }
-  redcoll__nb *nb = nb_of(c);
-  redcoll_request *r = calloc(1, sizeof *r);
-  if (nb == NULL || r == NULL) {
-    free(r);
-    return REDCOLL_ENOMEM;
-  }
-  r->comm = c;
+  redcoll_request *r = new_request(c);
+  if (r == NULL) return REDCOLL_ENOMEM;
+  redcoll__nb *nb = c->nb;
   r->call = *call;
   r->run = run;
   bg_wake(c->ep);
