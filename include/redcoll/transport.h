@@ -69,6 +69,19 @@ typedef struct redcoll_transport_info {
   /* Capabilities beyond the required members: REDCOLL_TRANSPORT_CAP_*
    * bits, 0 for none. */
   unsigned caps;
+  /* Which ranks share a host, for the two-level (hierarchical) algorithms:
+   * hosts[r] names the host of transport rank r for every r from 0 to
+   * size - 1, ranks with equal values share one, and every rank's array
+   * holds the same values.  The transport keeps the array, unchanged,
+   * until destroy.  NULL: not known, and the core runs flat algorithms
+   * only.  A transport compiled against a header without this field leaves
+   * it NULL (the core zeroes info before the call). */
+  const uint32_t *hosts;
+  /* With hosts: the cost of a message between two ranks of one host, alpha
+   * seconds per message and beta per byte, for AUTO's two-level model
+   * (alpha and beta above are then those between hosts).  0: the core
+   * assumes a tenth of those between hosts. */
+  double local_alpha, local_beta;
 } redcoll_transport_info;
 
 /* Messages are matched per (peer, channel): a message of one channel never
