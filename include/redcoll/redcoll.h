@@ -217,7 +217,8 @@ REDCOLL_API int redcoll_coll_parse(const char *name, redcoll_coll *out);
   X(HILLIS_STEELE, "hillis_steele")                         \
   X(TRANSPOSE, "transpose")                                 \
   X(BRUCK, "bruck")                                         \
-  X(PAIRWISE, "pairwise")
+  X(PAIRWISE, "pairwise")                                   \
+  X(TWO_LEVEL, "two_level")
 
 typedef enum redcoll_algo {
 #define REDCOLL__ALGO_ENUM(name, str) REDCOLL_ALGO_##name,

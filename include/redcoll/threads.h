@@ -48,6 +48,14 @@ typedef struct redcoll_threads_config {
   /* redcoll_threads_run only: the stack size of each rank thread in bytes;
    * 0: the system default. */
   size_t stack_size;
+  /* Hosts to pretend, for the two-level algorithms (docs/hier.md): ranks
+   * 0 .. ranks_per_host - 1 share host 0, the next ranks_per_host host 1,
+   * and so on (the last host may have fewer); 0 or 1: the transport
+   * declares no hosts and the core runs flat algorithms.  hosts, if not
+   * NULL, overrides it: p entries, the host of each rank (any values;
+   * equal values share a host), copied at creation. */
+  int ranks_per_host;
+  const uint32_t *hosts;
 } redcoll_threads_config;
 
 /* All fields zero: the defaults described above. */

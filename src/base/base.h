@@ -42,6 +42,13 @@ uint64_t redcoll__spin_ns(void);
  * NULL: for a transport's own public functions that take a communicator. */
 void *redcoll__comm_transport(const redcoll_comm *c, const redcoll_transport_ops *ops);
 
+/* What a transport layered on another communicator's transport needs of
+ * it (the hier transport): its vtable and state, its channel base, its map
+ * of ranks to transport ranks (NULL: the same) and the transport's
+ * REDCOLL_TRANSPORT_CAP_* bits.  REDCOLL_EINVAL for a NULL c. */
+int redcoll__comm_endpoint(const redcoll_comm *c, const redcoll_transport_ops **ops, void **impl,
+                           uint64_t *channel, const int **map, unsigned *caps);
+
 /* ---- the shared-memory path of a network transport (shm/host.c) ---------- */
 
 /* For a transport whose ranks may share hosts (TCP): learns which ranks

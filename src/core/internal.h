@@ -144,6 +144,13 @@ struct redcoll_comm {
   redcoll_results results;
   /* Nonblocking collectives (api/request.c); NULL until the first. */
   struct redcoll__nb *nb;
+  /* Hosts and the two-level algorithms' views (algo/hier/two_level.c);
+   * NULL until the first call that asks. */
+  struct redcoll__hier *hier;
+  /* A view (a host's ranks, or one rank of each host) borrows its parent's
+   * fiber, tag and deadline for one phase of a two-level collective; NULL
+   * for a communicator of the program's. */
+  struct redcoll_comm *parent;
 };
 
 /* The transport's count of ranks per CPU (select/tuning.c); every rank must
@@ -250,6 +257,56 @@ uint64_t redcoll__make_tag(uint64_t seq, redcoll_coll coll, uint64_t count, redc
  * and aborts the peers through the transport.  Returns status. */
 int redcoll__fail(redcoll_comm *c, int status);
 
+
+/* ---- hosts and two-level collectives (algo/hier/) ------------------------- */
+
+/* Which ranks of a communicator share a host (algo/hier/topo.c). */
+typedef struct redcoll__topo {
+  int hosts;                /* H: hosts, numbered in order of their lowest rank */
+  int my_host, my_local;    /* this rank's host and index among its ranks */
+  int contiguous;           /* every host's ranks are consecutive ranks */
+  int min_local, max_local; /* fewest and most ranks on one host */
+  int *host_of;             /* p: the host of each rank */
+  int *local_of;            /* p: each rank's index among its host's ranks */
+  int *start;               /* H + 1: host h's ranks are members[start[h] ..
+                             * start[h + 1]), in rank order */
+  int *members;             /* p */
+} redcoll__topo;
+
+/* The hosts of the p ranks of a communicator: hosts is indexed by
+ * transport rank (NULL: every rank its own host), map maps ranks to
+ * transport ranks (NULL: the same), rank is this rank.  REDCOLL_ENOMEM. */
+int redcoll__topo_build(const uint32_t *hosts, const int *map, int p, int rank, redcoll__topo *t);
+void redcoll__topo_free(redcoll__topo *t);
+
+/* The communicator's hosts, built at the first call (NULL if memory is
+ * short); the views are made then too. */
+const redcoll__topo *redcoll__hier_topo(redcoll_comm *c);
+/* At destruction: frees the hosts and the views. */
+void redcoll__hier_free(redcoll_comm *c);
+/* A view of c for one phase of a two-level collective: rank `rank` of
+ * `size`, map (size entries of transport ranks, taken over), on c's
+ * transport and channel, with cost model cm (api/comm.c). */
+int redcoll__comm_view(redcoll_comm *c, int rank, int size, int *map, double alpha, double beta,
+                       redcoll_comm **out);
+void redcoll__comm_view_free(redcoll_comm *v);
+/* AUTO's two-level choice (algo/hier/two_level.c).  The factor by which
+ * a flat algorithm's beta grows on c because ranks share a host's link:
+ * the most ranks on one host when c has two levels (hosts known, more than
+ * one, one with two ranks or more), else 1. */
+double redcoll__two_level_link_share(redcoll_comm *c);
+/* 1 if the two-level algorithm takes call and is predicted faster than
+ * flat_time, the best flat algorithm's time under the shared link. */
+int redcoll__two_level_wins(const struct redcoll__call *call, double flat_time);
+/* Before any communication, for a forced two_level: REDCOLL_ENOTSUP if
+ * the hosts cannot take the call (ranks of hosts interleave, and the
+ * collective moves blocks or the operator is not commutative);
+ * REDCOLL_ENOMEM; else REDCOLL_OK. */
+int redcoll__two_level_check(const struct redcoll__call *call);
+/* For the tests: 1 makes every two-level allreduce and reduce use one
+ * slice, 2 as many as the fewest ranks on a host; 0 (the default) lets
+ * the cost model decide. */
+extern int redcoll__two_level_slices_forced;
 
 /* ---- fibers (api/fiber.c) ------------------------------------------------ */
 
@@ -364,6 +421,7 @@ extern const redcoll__algo_entry redcoll__algos_bruck[];
 extern const redcoll__algo_entry redcoll__algos_binomial_v[];
 extern const redcoll__algo_entry redcoll__algos_ring_v[];
 extern const redcoll__algo_entry redcoll__algos_pairwise[];
+extern const redcoll__algo_entry redcoll__algos_two_level[];
 
 /* The row of (coll, algo), modelled-only rows included, or NULL. */
 const redcoll__algo_entry *redcoll__algo_row(redcoll_coll coll, redcoll_algo algo);

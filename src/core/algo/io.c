@@ -103,7 +103,7 @@ static int posted(redcoll_comm *c, const redcoll_transport_ctx *ctx,
   if (nb == NULL || redcoll__fiber_current() != &nb->fiber) return 0;
   memset(&nb->op, 0, sizeof nb->op);
   nb->op.done = nb->op_done;
-  nb->op.user = c;
+  nb->op.user = c->parent != NULL ? c->parent : c; /* a view's is its parent's */
   __atomic_store_n(&nb->handoff, 0, __ATOMIC_RELEASE);
   *rc = c->ops->post(c->impl, ctx, send, recv, &nb->op);
   if (*rc != REDCOLL_OK) return 1;

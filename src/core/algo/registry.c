@@ -22,6 +22,7 @@ static const redcoll__algo_entry *const families[] = {
     redcoll__algos_binomial_v,
     redcoll__algos_ring_v,
     redcoll__algos_pairwise,
+    redcoll__algos_two_level,
 };
 
 const redcoll__algo_entry *redcoll__algo_row(redcoll_coll coll, redcoll_algo algo) {

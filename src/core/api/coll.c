@@ -58,6 +58,8 @@ static int check_type(redcoll__call *call, redcoll_dtype dt, const redcoll_op *o
  * non-commutative one on every p, one rank included. */
 static int check_forced(const redcoll__call *call) {
   redcoll_algo a = call->comm->algo[call->coll];
+  /* Two levels on hosts whose ranks interleave: only some collectives. */
+  if (a == REDCOLL_ALGO_TWO_LEVEL) return redcoll__two_level_check(call);
   if (a == REDCOLL_ALGO_AUTO || call->op == NULL || call->op->commutative) return REDCOLL_OK;
   const redcoll__algo_entry *e = redcoll__algo_find(call->coll, a);
   return e != NULL && (e->flags & REDCOLL__NEEDS_COMMUTATIVE) ? REDCOLL_ENOTSUP : REDCOLL_OK;

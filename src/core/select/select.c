@@ -80,7 +80,10 @@ redcoll_algo redcoll__select(const redcoll__call *call) {
   redcoll_comm *c = call->comm;
   redcoll__cost_resolve(c); /* a malformed setting is logged; defaults then */
   redcoll__rpc_resolve(c);
-  redcoll__cost_model cm = {c->cost_alpha, c->cost_beta, c->cost_gamma};
+  /* Ranks that share a host share its link: a flat algorithm's ranks may
+   * all talk across hosts at once (algo/hier/two_level.c). */
+  double share = redcoll__two_level_link_share(c);
+  redcoll__cost_model cm = {c->cost_alpha, c->cost_beta * share, c->cost_gamma};
   redcoll__cost_args a = {call->coll,   c->size,    call->count,      call->esize,
                           c->threshold, call->root, c->ranks_per_cpu};
   if (call->counts != NULL) {
@@ -90,7 +93,10 @@ redcoll_algo redcoll__select(const redcoll__call *call) {
       if (call->counts[i] > mx) mx = call->counts[i];
     a.count = mx;
   }
-  return redcoll__cost_select(&a, redcoll__excluded_flags(call), &cm, NULL);
+  double flat;
+  redcoll_algo best = redcoll__cost_select(&a, redcoll__excluded_flags(call), &cm, &flat);
+  if (share > 1 && redcoll__two_level_wins(call, flat)) return REDCOLL_ALGO_TWO_LEVEL;
+  return best;
 }
 
 /* Integer dtypes with built-in operators are exact in every order. */

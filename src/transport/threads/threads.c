@@ -86,6 +86,7 @@ typedef struct th_world {
   th_rank *ranks;
   uint64_t *cancelled; /* channel groups cancelled */
   size_t ncancelled;
+  uint32_t *hosts;     /* the host of each rank (config), or NULL */
 } th_world;
 
 #define GROUP_OF(ch) ((ch) & ~(uint64_t)(REDCOLL_TRANSPORT_CHANNEL_GROUP - 1))
@@ -139,6 +140,7 @@ static void world_free(th_world *w) {
   pthread_condattr_destroy(&w->cvattr);
   pthread_mutex_destroy(&w->mu);
   free(w->cancelled);
+  free(w->hosts);
   free(w->ranks);
   free(w);
 }
@@ -190,8 +192,20 @@ static int world_new(int p, const redcoll_threads_config *cfg, th_world **out) {
   w->p = p;
   w->refs = 1;
   w->timeout_ms = timeout;
+  if (cfg != NULL && (cfg->hosts != NULL || cfg->ranks_per_host > 1)) {
+    if ((w->hosts = malloc((size_t)p * sizeof *w->hosts)) == NULL) goto fail_hosts;
+    for (int r = 0; r < p; r++)
+      w->hosts[r] = cfg->hosts != NULL ? cfg->hosts[r] : (uint32_t)(r / cfg->ranks_per_host);
+  }
   *out = w;
   return REDCOLL_OK;
+
+fail_hosts:
+  pthread_condattr_destroy(&w->cvattr);
+  pthread_mutex_destroy(&w->mu);
+  free(w->ranks);
+  free(w);
+  return REDCOLL_ENOMEM;
 
 fail_attr:
   pthread_condattr_destroy(&w->cvattr);
@@ -439,8 +453,9 @@ static int th_exchange(void *impl, const redcoll_transport_ctx *ctx,
 /* A hand-over through shared memory costs about a microsecond, the single
  * copy runs at memory bandwidth. */
 static int th_info(void *impl, redcoll_transport_info *info) {
-  (void)impl;
+  th_impl *t = impl;
   strcpy(info->name, "threads");
+  info->hosts = t->w->hosts;
   info->caps = REDCOLL_TRANSPORT_CAP_CHANNELS | REDCOLL_TRANSPORT_CAP_THREADS;
   info->alpha = 2e-6;
   info->beta = 1e-10;

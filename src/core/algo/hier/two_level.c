@@ -1,0 +1,595 @@
+/*
+ * Two-level collectives ("two_level") for communicators whose transport
+ * says which ranks share a host (redcoll_transport_info.hosts): the hier
+ * world of hosts x threads, TCP with ranks that share hosts, a threads or
+ * simulator world told to pretend hosts.  Each phase is a flat collective
+ * on a view of the communicator: `intra` holds this rank's host (its ranks
+ * in rank order), `inter` holds the rank of the same local index on every
+ * host (in host order).  The views borrow the communicator's transport,
+ * channel, tag and fiber, so a two-level collective is one collective to
+ * the transport and runs nonblocking like any other.
+ *
+ * allreduce, m bytes, H hosts of at most T ranks, S slices (S = 1, or the
+ * fewest ranks on a host when the model says that is faster):
+ *   S = 1: reduce to each host's first rank, allreduce among those, bcast
+ *          in each host.
+ *   S > 1: reduce-scatter in each host into S slices (local rank l < S
+ *          holds its host's sum of slice l), allreduce of slice l among the
+ *          local-l ranks of all hosts (S allreduces at once: every core and
+ *          the host's link work together), allgatherv in each host.
+ *   Bytes over a host's link with a bandwidth-optimal inter-host
+ *   allreduce: 2 (H-1)/H m, against up to T times that for a flat
+ *   algorithm whose T ranks per host all talk across hosts at once.
+ *   Rounds: those of the two intra-host phases (2 ceil(lg T) with tree or
+ *   halving algorithms) plus the inter-host allreduce's.
+ * reduce (root r): the same first two phases with a reduce to r's host in
+ *   the middle, then a gatherv of the slices to r (S > 1), or one message
+ *   from r's host's first rank to r (S = 1, when r is not that rank).
+ * bcast: r hands the vector to its host's first rank, bcast among the
+ *   hosts' first ranks, bcast in each host.
+ * barrier: barrier in each host, among the hosts' first ranks, in each
+ *   host again.
+ * allgather, reduce_scatter_block, reduce_scatter: gather (or reduce) to
+ *   each host's first rank, allgatherv (or reduce-scatter) of whole hosts'
+ *   parts among the first ranks, bcast (or scatterv) in each host.
+ * Each phase's algorithm is AUTO's flat choice on its view, under the
+ * intra-host model (info.local_alpha and local_beta, else a tenth of the
+ * network's) or the network's.  AUTO takes two_level when the sum of its
+ * phases' predicted times (the inter-host phase's beta times S, the slices
+ * sharing the link) is below the best flat algorithm's, predicted with beta
+ * times T (redcoll__two_level_link_share).
+ *
+ * Restrictions: with hosts whose ranks are consecutive ranks (host-major,
+ * as the hier world and TCP's host-ordered ranks are), operands stay in
+ * rank order: each host's partial is v_a + ... + v_b of its ranks, combined
+ * in host order, and every rank gets the same bits (one rank computes each
+ * element's result; the others receive copies).  With hosts whose ranks
+ * interleave, a reduction needs a commutative operator, and allgather and
+ * the reduce-scatters are not supported (REDCOLL_ENOTSUP, the same on
+ * every rank; AUTO never picks it there).  Without hosts (every rank its
+ * own host) it runs the flat choice on the whole communicator.  Scratch:
+ * one slice (allreduce, reduce with S > 1), the vector (reduce, S = 1, on
+ * the first rank of a host other than the root's), or the vector and the
+ * host's part (reduce-scatter, on each host's first rank), in scratch 1.
+ *
+ * Example: allreduce of 4 doubles on 2 hosts x 2 ranks (ranks 0, 1 on host
+ * 0; 2, 3 on host 1), S = 2.  Phase 1: ranks 0 and 1 reduce-scatter, rank 0
+ * holds (v0+v1)[0..1], rank 1 (v0+v1)[2..3]; ranks 2 and 3 likewise for
+ * v2+v3.  Phase 2: ranks 0 and 2 allreduce elements 0..1, ranks 1 and 3
+ * elements 2..3, at once: (v0+v1)+(v2+v3).  Phase 3: each host allgathers
+ * its two halves.  Four messages of 2 elements cross between the hosts.
+ */
+#include <math.h>
+#include <stdlib.h>
+
+#include "internal.h"
+#include "select/cost.h"
+
+typedef struct redcoll__hier {
+  redcoll__topo topo;
+  redcoll_comm *intra; /* this rank's host */
+  redcoll_comm *inter; /* local index my_local of every host; NULL when some
+                        * host has no rank of that index */
+  size_t *cnt, *dsp;   /* max(p, H) entries each: the phases' counts */
+} redcoll__hier;
+
+/* ---- the hosts and the views --------------------------------------------- */
+
+void redcoll__hier_free(redcoll_comm *c) {
+  redcoll__hier *h = c->hier;
+  if (h == NULL) return;
+  redcoll__comm_view_free(h->intra);
+  redcoll__comm_view_free(h->inter);
+  redcoll__topo_free(&h->topo);
+  free(h->cnt);
+  free(h->dsp);
+  free(h);
+  c->hier = NULL;
+}
+
+/* A view of the ranks `ranks[0 .. n)` of c (in that order), this rank
+ * being ranks[me]. */
+static int make_view(redcoll_comm *c, const int *ranks, int n, int me, redcoll_comm **out) {
+  int *map = malloc((size_t)n * sizeof *map);
+  if (map == NULL) return REDCOLL_ENOMEM;
+  for (int i = 0; i < n; i++) map[i] = redcoll__peer(c, ranks[i]);
+  int rc = redcoll__comm_view(c, me, n, map, 0, 0, out);
+  if (rc != REDCOLL_OK) free(map);
+  return rc;
+}
+
+static int hier_build(redcoll_comm *c, redcoll__hier *h) {
+  redcoll__topo *t = &h->topo;
+  int rc = redcoll__topo_build(c->info.hosts, c->map, c->size, c->rank, t);
+  if (rc != REDCOLL_OK) return rc;
+  size_t n = (size_t)(c->size > t->hosts ? c->size : t->hosts) + 1;
+  h->cnt = malloc(n * sizeof *h->cnt);
+  h->dsp = malloc(n * sizeof *h->dsp);
+  if (h->cnt == NULL || h->dsp == NULL) return REDCOLL_ENOMEM;
+  int s = t->start[t->my_host];
+  rc = make_view(c, t->members + s, t->start[t->my_host + 1] - s, t->my_local, &h->intra);
+  if (rc != REDCOLL_OK || t->my_local >= t->min_local) return rc;
+  int *ranks = malloc((size_t)t->hosts * sizeof *ranks);
+  if (ranks == NULL) return REDCOLL_ENOMEM;
+  for (int k = 0; k < t->hosts; k++) ranks[k] = t->members[t->start[k] + t->my_local];
+  rc = make_view(c, ranks, t->hosts, t->my_host, &h->inter);
+  free(ranks);
+  return rc;
+}
+
+const redcoll__topo *redcoll__hier_topo(redcoll_comm *c) {
+  if (c->hier != NULL) return &c->hier->topo;
+  redcoll__hier *h = calloc(1, sizeof *h);
+  if (h == NULL) return NULL;
+  c->hier = h;
+  if (hier_build(c, h) != REDCOLL_OK) {
+    redcoll__hier_free(c);
+    return NULL;
+  }
+  return &h->topo;
+}
+
+/* The intra-host model: the transport's, else a tenth of the network's. */
+static double local_alpha(const redcoll_comm *c) {
+  return c->info.local_alpha > 0 ? c->info.local_alpha : c->cost_alpha / 10;
+}
+static double local_beta(const redcoll_comm *c) {
+  return c->info.local_beta > 0 ? c->info.local_beta : c->cost_beta / 10;
+}
+
+/* Two levels are there: hosts known, more than one, one with two ranks. */
+static const redcoll__topo *two_levels(redcoll_comm *c) {
+  if (c->parent != NULL || c->info.hosts == NULL) return NULL;
+  const redcoll__topo *t = redcoll__hier_topo(c);
+  return t != NULL && t->hosts > 1 && t->max_local > 1 ? t : NULL;
+}
+
+double redcoll__two_level_link_share(redcoll_comm *c) {
+  const redcoll__topo *t = two_levels(c);
+  return t != NULL ? t->max_local : 1;
+}
+
+/* ---- the cost ------------------------------------------------------------ */
+
+/* The best flat algorithm's predicted time for one phase; a crude linear
+ * estimate where nothing is modelled. */
+static double phase(const redcoll__call *call, redcoll_coll coll, int p, size_t count, double a,
+                    double b) {
+  if (p <= 1 || count == 0) return 0;
+  const redcoll_comm *c = call->comm;
+  redcoll__cost_args args = {coll, p, count, call->esize, c->threshold, 0, c->ranks_per_cpu};
+  redcoll__cost_model cm = {a, b, c->cost_gamma};
+  double t;
+  redcoll__cost_select(&args, redcoll__excluded_flags(call), &cm, &t);
+  if (isfinite(t)) return t;
+  return (p - 1) * a + (double)count * (double)call->esize * b;
+}
+
+/* Largest of k balanced blocks of n. */
+static size_t blk(size_t n, size_t k) { return n / k + (n % k != 0); }
+
+/* The predicted time of the two-level algorithm with s slices. */
+static double cost_two(const redcoll__call *call, const redcoll__topo *t, int s) {
+  const redcoll_comm *c = call->comm;
+  double la = local_alpha(c), lb = local_beta(c), a = c->cost_alpha, b = c->cost_beta;
+  int T = t->max_local, H = t->hosts;
+  size_t m = call->count, per = call->counts != NULL ? 0 : m;
+  if (call->counts != NULL)
+    for (int i = 0; i < c->size; i++)
+      if (call->counts[i] > per) per = call->counts[i];
+  switch (call->coll) {
+  case REDCOLL_COLL_ALLREDUCE:
+  case REDCOLL_COLL_REDUCE: {
+    redcoll_coll mid = call->coll;
+    if (s == 1)
+      return phase(call, REDCOLL_COLL_REDUCE, T, m, la, lb) + phase(call, mid, H, m, a, b) +
+             phase(call, REDCOLL_COLL_BCAST, T, m, la, lb);
+    size_t sl = blk(m, (size_t)s);
+    return phase(call, REDCOLL_COLL_REDUCE_SCATTER, T, sl, la, lb) +
+           phase(call, mid, H, sl, a, b * s) + phase(call, REDCOLL_COLL_ALLGATHERV, T, sl, la, lb);
+  }
+  case REDCOLL_COLL_BCAST:
+    return phase(call, REDCOLL_COLL_BCAST, H, m, a, b) +
+           phase(call, REDCOLL_COLL_BCAST, T, m, la, lb);
+  case REDCOLL_COLL_BARRIER:
+    return 2 * phase(call, REDCOLL_COLL_BARRIER, T, 1, la, lb) +
+           phase(call, REDCOLL_COLL_BARRIER, H, 1, a, b);
+  case REDCOLL_COLL_ALLGATHER:
+    return phase(call, REDCOLL_COLL_GATHER, T, m, la, lb) +
+           phase(call, REDCOLL_COLL_ALLGATHERV, H, m * (size_t)T, a, b) +
+           phase(call, REDCOLL_COLL_BCAST, T, m * (size_t)c->size, la, lb);
+  case REDCOLL_COLL_REDUCE_SCATTER_BLOCK:
+  case REDCOLL_COLL_REDUCE_SCATTER: {
+    size_t all = call->counts != NULL ? m : m * (size_t)c->size;
+    return phase(call, REDCOLL_COLL_REDUCE, T, all, la, lb) +
+           phase(call, REDCOLL_COLL_REDUCE_SCATTER, H, per * (size_t)T, a, b) +
+           phase(call, REDCOLL_COLL_SCATTERV, T, per, la, lb);
+  }
+  default:
+    return HUGE_VAL;
+  }
+}
+
+/* The slices of an allreduce or reduce: 1, or the fewest ranks on a host
+ * when that is predicted faster (and the vector has that many elements). */
+int redcoll__two_level_slices_forced;
+
+static int slices(const redcoll__call *call, const redcoll__topo *t) {
+  int s = t->min_local;
+  if (s <= 1 || call->count < (size_t)s ||
+      (call->coll != REDCOLL_COLL_ALLREDUCE && call->coll != REDCOLL_COLL_REDUCE))
+    return 1;
+  if (redcoll__two_level_slices_forced != 0) return redcoll__two_level_slices_forced > 1 ? s : 1;
+  return cost_two(call, t, s) < cost_two(call, t, 1) * (1 - 1e-9) ? s : 1;
+}
+
+/* Whether the two-level algorithm takes this call on these hosts. */
+static int admissible(const redcoll__call *call, const redcoll__topo *t) {
+  if (t->contiguous) return 1;
+  switch (call->coll) {
+  case REDCOLL_COLL_ALLGATHER:
+  case REDCOLL_COLL_REDUCE_SCATTER_BLOCK:
+  case REDCOLL_COLL_REDUCE_SCATTER:
+    return 0;
+  default:
+    return call->op == NULL || call->op->commutative;
+  }
+}
+
+int redcoll__two_level_check(const redcoll__call *call) {
+  const redcoll__topo *t = redcoll__hier_topo(call->comm);
+  if (t == NULL) return REDCOLL_ENOMEM;
+  return admissible(call, t) ? REDCOLL_OK : REDCOLL_ENOTSUP;
+}
+
+int redcoll__two_level_wins(const redcoll__call *call, double flat_time) {
+  const redcoll__topo *t = two_levels(call->comm);
+  if (t == NULL || !admissible(call, t)) return 0;
+  int s = slices(call, t);
+  return cost_two(call, t, s) < flat_time * (1 - 1e-9);
+}
+
+/* ---- running the phases -------------------------------------------------- */
+
+/* The views' settings from c's, now: the models may have been calibrated
+ * or set since they were made. */
+static void refresh(redcoll_comm *c, redcoll_comm *v, double a, double b) {
+  if (v == NULL) return;
+  v->cost_alpha = a;
+  v->cost_beta = b;
+  v->cost_gamma = c->cost_gamma;
+  v->threshold = c->threshold;
+  v->results = c->results;
+  v->ranks_per_cpu = c->ranks_per_cpu;
+}
+
+static int prepare(const redcoll__call *call, redcoll__hier **out) {
+  redcoll_comm *c = call->comm;
+  redcoll__cost_resolve(c);
+  redcoll__rpc_resolve(c);
+  const redcoll__topo *t = redcoll__hier_topo(c);
+  if (t == NULL) return REDCOLL_ENOMEM;
+  if (!admissible(call, t)) return REDCOLL_ENOTSUP;
+  redcoll__hier *h = c->hier;
+  refresh(c, h->intra, local_alpha(c), local_beta(c));
+  refresh(c, h->inter, c->cost_alpha, c->cost_beta);
+  *out = h;
+  return REDCOLL_OK;
+}
+
+/* Phase `phase` of c's running collective on view v: v's tag is c's with
+ * the phase folded into the low bits (the sequence number stays readable
+ * in the high ones). */
+static void enter_phase(redcoll_comm *v, const redcoll__call *sc, unsigned phase) {
+  redcoll_comm *c = v->parent;
+  const uint64_t low = ((uint64_t)1 << 40) - 1;
+  v->nb = c->nb;
+  v->seq = c->seq;
+  v->tag = (c->tag & ~low) | (redcoll__mix64(c->tag + phase) & low);
+  v->deadline_ns = c->deadline_ns;
+  v->error = REDCOLL_OK;
+  v->cur = sc;
+}
+
+/* A sub-call of `call` for collective coll on view v. */
+static redcoll__call base(const redcoll__call *call, redcoll_comm *v, redcoll_coll coll) {
+  redcoll__call sc;
+  memset(&sc, 0, sizeof sc);
+  sc.comm = v;
+  sc.coll = coll;
+  sc.dtype = call->dtype;
+  sc.op = call->op;
+  sc.esize = call->esize;
+  return sc;
+}
+
+/* What a view of one rank does: its own block where the output wants it. */
+static int one(const redcoll__call *sc) {
+  size_t es = sc->esize, n = sc->counts != NULL ? sc->counts[0] : sc->count;
+  if (sc->in_place || sc->recvbuf == NULL || sc->sendbuf == NULL || n == 0) return REDCOLL_OK;
+  const char *from = sc->sendbuf;
+  char *to = sc->recvbuf;
+  if (sc->coll == REDCOLL_COLL_SCATTERV) from += sc->displs[0] * es;
+  if (sc->coll == REDCOLL_COLL_GATHERV) to += sc->displs[0] * es;
+  if (from != to) memmove(to, from, n * es);
+  return REDCOLL_OK;
+}
+
+/* Runs sc on its view as phase `phase`, with AUTO's flat choice there. */
+static int sub(redcoll__call *sc, unsigned phase) {
+  redcoll_comm *v = sc->comm;
+  if (sc->coll != REDCOLL_COLL_BARRIER && sc->count == 0) return REDCOLL_OK;
+  if (v->size == 1) return sc->coll == REDCOLL_COLL_BARRIER ? REDCOLL_OK : one(sc);
+  enter_phase(v, sc, phase);
+  const redcoll__algo_entry *e = redcoll__algo_find(sc->coll, redcoll__select(sc));
+  int rc = e != NULL ? e->run(sc) : REDCOLL_ENOTSUP;
+  v->cur = NULL;
+  return rc;
+}
+
+/* One message inside the host, from local rank `from` to local rank `to`,
+ * as phase `phase`. */
+static int hand_over(redcoll__hier *h, const redcoll__call *call, unsigned phase, int from, int to,
+                     void *buf, size_t bytes) {
+  redcoll_comm *v = h->intra;
+  if (from == to || (v->rank != from && v->rank != to)) return REDCOLL_OK;
+  enter_phase(v, call, phase);
+  int rc = v->rank == from ? redcoll__send(v, to, buf, bytes) : redcoll__recv(v, from, buf, bytes);
+  v->cur = NULL;
+  return rc;
+}
+
+/* Slice l of s over m elements: counts and starts, for the ranks of this
+ * rank's host (local index >= s: nothing). */
+static void slice_counts(redcoll__hier *h, size_t m, int s) {
+  for (int l = 0; l < h->intra->size; l++) {
+    h->cnt[l] = l < s ? redcoll__block_start(m, (size_t)s, (size_t)l + 1) -
+                            redcoll__block_start(m, (size_t)s, (size_t)l)
+                      : 0;
+    h->dsp[l] = l < s ? redcoll__block_start(m, (size_t)s, (size_t)l) : 0;
+  }
+}
+
+/* Phase 1 of a sliced reduction: this host's partial of slice my_local
+ * into tmp. */
+static int host_slices(const redcoll__call *call, redcoll__hier *h, void *tmp) {
+  redcoll__call rs = base(call, h->intra, REDCOLL_COLL_REDUCE_SCATTER);
+  rs.sendbuf = call->sendbuf;
+  rs.recvbuf = tmp;
+  rs.count = call->count;
+  rs.counts = h->cnt;
+  return sub(&rs, 1);
+}
+
+static int tl_allreduce(const redcoll__call *call) {
+  redcoll__hier *h;
+  int rc = prepare(call, &h);
+  if (rc != REDCOLL_OK) return rc;
+  const redcoll__topo *t = &h->topo;
+  int s = slices(call, t), lead = t->my_local == 0;
+  size_t m = call->count, es = call->esize;
+  if (s == 1) {
+    redcoll__call r = base(call, h->intra, REDCOLL_COLL_REDUCE);
+    r.sendbuf = call->sendbuf;
+    r.recvbuf = lead ? call->recvbuf : NULL;
+    r.in_place = lead && call->in_place;
+    r.count = m;
+    if ((rc = sub(&r, 1)) != REDCOLL_OK) return rc;
+    if (lead) {
+      redcoll__call a = base(call, h->inter, REDCOLL_COLL_ALLREDUCE);
+      a.sendbuf = a.recvbuf = call->recvbuf;
+      a.in_place = 1;
+      a.count = m;
+      if ((rc = sub(&a, 2)) != REDCOLL_OK) return rc;
+    }
+    redcoll__call b = base(call, h->intra, REDCOLL_COLL_BCAST);
+    b.sendbuf = b.recvbuf = call->recvbuf;
+    b.in_place = 1;
+    b.count = m;
+    return sub(&b, 3);
+  }
+  slice_counts(h, m, s);
+  size_t mine = h->cnt[t->my_local];
+  void *tmp = redcoll__scratch(call->comm, 1, blk(m, (size_t)s) * es);
+  if (tmp == NULL) return REDCOLL_ENOMEM;
+  if ((rc = host_slices(call, h, tmp)) != REDCOLL_OK) return rc;
+  if (t->my_local < s) {
+    redcoll__call a = base(call, h->inter, REDCOLL_COLL_ALLREDUCE);
+    a.sendbuf = a.recvbuf = tmp;
+    a.in_place = 1;
+    a.count = mine;
+    if ((rc = sub(&a, 2)) != REDCOLL_OK) return rc;
+  }
+  redcoll__call g = base(call, h->intra, REDCOLL_COLL_ALLGATHERV);
+  g.sendbuf = tmp;
+  g.recvbuf = call->recvbuf;
+  g.count = m;
+  g.counts = h->cnt;
+  return sub(&g, 3);
+}
+
+static int tl_reduce(const redcoll__call *call) {
+  redcoll__hier *h;
+  int rc = prepare(call, &h);
+  if (rc != REDCOLL_OK) return rc;
+  const redcoll__topo *t = &h->topo;
+  redcoll_comm *c = call->comm;
+  int s = slices(call, t), lead = t->my_local == 0;
+  int hr = t->host_of[call->root], lr = t->local_of[call->root], home = t->my_host == hr;
+  size_t m = call->count, es = call->esize;
+  if (s == 1) {
+    void *out = NULL;
+    if (lead) out = c->rank == call->root ? call->recvbuf : redcoll__scratch(c, 1, m * es);
+    if (lead && out == NULL) return REDCOLL_ENOMEM;
+    redcoll__call r = base(call, h->intra, REDCOLL_COLL_REDUCE);
+    r.sendbuf = call->sendbuf;
+    r.recvbuf = out;
+    r.in_place = out == call->sendbuf;
+    r.count = m;
+    if ((rc = sub(&r, 1)) != REDCOLL_OK) return rc;
+    if (lead) {
+      redcoll__call a = base(call, h->inter, REDCOLL_COLL_REDUCE);
+      a.sendbuf = out;
+      a.recvbuf = home ? out : NULL;
+      a.in_place = home;
+      a.count = m;
+      a.root = hr;
+      if ((rc = sub(&a, 2)) != REDCOLL_OK) return rc;
+    }
+    if (!home) return REDCOLL_OK;
+    return hand_over(h, call, 3, 0, lr, lead ? out : call->recvbuf, m * es);
+  }
+  slice_counts(h, m, s);
+  void *tmp = redcoll__scratch(c, 1, blk(m, (size_t)s) * es);
+  if (tmp == NULL) return REDCOLL_ENOMEM;
+  if ((rc = host_slices(call, h, tmp)) != REDCOLL_OK) return rc;
+  if (t->my_local < s) {
+    redcoll__call a = base(call, h->inter, REDCOLL_COLL_REDUCE);
+    a.sendbuf = tmp;
+    a.recvbuf = home ? tmp : NULL;
+    a.in_place = home;
+    a.count = h->cnt[t->my_local];
+    a.root = hr;
+    if ((rc = sub(&a, 2)) != REDCOLL_OK) return rc;
+  }
+  if (!home) return REDCOLL_OK;
+  redcoll__call g = base(call, h->intra, REDCOLL_COLL_GATHERV);
+  g.sendbuf = tmp;
+  g.recvbuf = c->rank == call->root ? call->recvbuf : NULL;
+  g.count = m;
+  g.counts = h->cnt;
+  g.displs = c->rank == call->root ? h->dsp : NULL;
+  g.root = lr;
+  return sub(&g, 3);
+}
+
+static int tl_bcast(const redcoll__call *call) {
+  redcoll__hier *h;
+  int rc = prepare(call, &h);
+  if (rc != REDCOLL_OK) return rc;
+  const redcoll__topo *t = &h->topo;
+  int hr = t->host_of[call->root], lr = t->local_of[call->root];
+  size_t m = call->count;
+  if (t->my_host == hr &&
+      (rc = hand_over(h, call, 1, lr, 0, call->recvbuf, m * call->esize)) != REDCOLL_OK)
+    return rc;
+  if (t->my_local == 0) {
+    redcoll__call a = base(call, h->inter, REDCOLL_COLL_BCAST);
+    a.sendbuf = a.recvbuf = call->recvbuf;
+    a.in_place = 1;
+    a.count = m;
+    a.root = hr;
+    if ((rc = sub(&a, 2)) != REDCOLL_OK) return rc;
+  }
+  redcoll__call b = base(call, h->intra, REDCOLL_COLL_BCAST);
+  b.sendbuf = b.recvbuf = call->recvbuf;
+  b.in_place = 1;
+  b.count = m;
+  return sub(&b, 3);
+}
+
+static int tl_barrier(const redcoll__call *call) {
+  redcoll__hier *h;
+  int rc = prepare(call, &h);
+  if (rc != REDCOLL_OK) return rc;
+  redcoll__call b = base(call, h->intra, REDCOLL_COLL_BARRIER);
+  if ((rc = sub(&b, 1)) != REDCOLL_OK) return rc;
+  if (h->topo.my_local == 0) {
+    redcoll__call a = base(call, h->inter, REDCOLL_COLL_BARRIER);
+    if ((rc = sub(&a, 2)) != REDCOLL_OK) return rc;
+  }
+  b = base(call, h->intra, REDCOLL_COLL_BARRIER);
+  return sub(&b, 3);
+}
+
+static int tl_allgather(const redcoll__call *call) {
+  redcoll__hier *h;
+  int rc = prepare(call, &h);
+  if (rc != REDCOLL_OK) return rc;
+  const redcoll__topo *t = &h->topo;
+  int lead = t->my_local == 0, p = call->comm->size;
+  size_t n = call->count, es = call->esize;
+  char *out = call->recvbuf;
+  char *mine = out + (size_t)t->members[t->start[t->my_host]] * n * es; /* the host's blocks */
+  redcoll__call g = base(call, h->intra, REDCOLL_COLL_GATHER);
+  g.sendbuf = call->sendbuf;
+  g.recvbuf = lead ? mine : NULL;
+  g.in_place = lead && call->in_place;
+  g.count = n;
+  if ((rc = sub(&g, 1)) != REDCOLL_OK) return rc;
+  if (lead) {
+    for (int k = 0; k < t->hosts; k++) h->cnt[k] = (size_t)(t->start[k + 1] - t->start[k]) * n;
+    redcoll__call a = base(call, h->inter, REDCOLL_COLL_ALLGATHERV);
+    a.sendbuf = mine;
+    a.recvbuf = out;
+    a.in_place = 1;
+    a.count = (size_t)p * n;
+    a.counts = h->cnt;
+    if ((rc = sub(&a, 2)) != REDCOLL_OK) return rc;
+  }
+  redcoll__call b = base(call, h->intra, REDCOLL_COLL_BCAST);
+  b.sendbuf = b.recvbuf = out;
+  b.in_place = 1;
+  b.count = (size_t)p * n;
+  return sub(&b, 3);
+}
+
+/* reduce_scatter_block and reduce_scatter: rank r's block has count (the
+ * same for all) or counts[r] elements. */
+static int tl_reduce_scatter(const redcoll__call *call) {
+  redcoll__hier *h;
+  int rc = prepare(call, &h);
+  if (rc != REDCOLL_OK) return rc;
+  const redcoll__topo *t = &h->topo;
+  redcoll_comm *c = call->comm;
+  int lead = t->my_local == 0, p = c->size;
+  size_t es = call->esize, all = 0, part = 0;
+#define COUNT_OF(r) (call->counts != NULL ? call->counts[r] : call->count)
+  for (int r = 0; r < p; r++) all += COUNT_OF(r);
+  for (int i = t->start[t->my_host]; i < t->start[t->my_host + 1]; i++)
+    part += COUNT_OF(t->members[i]);
+  char *tmp = NULL;
+  if (lead && (tmp = redcoll__scratch(c, 1, (all + part) * es)) == NULL) return REDCOLL_ENOMEM;
+  redcoll__call r = base(call, h->intra, REDCOLL_COLL_REDUCE);
+  r.sendbuf = call->sendbuf;
+  r.recvbuf = tmp;
+  r.count = all;
+  if ((rc = sub(&r, 1)) != REDCOLL_OK) return rc;
+  if (lead) {
+    for (int k = 0; k < t->hosts; k++) {
+      h->cnt[k] = 0;
+      for (int i = t->start[k]; i < t->start[k + 1]; i++) h->cnt[k] += COUNT_OF(t->members[i]);
+    }
+    redcoll__call a = base(call, h->inter, REDCOLL_COLL_REDUCE_SCATTER);
+    a.sendbuf = tmp;
+    a.recvbuf = tmp + all * es;
+    a.count = all;
+    a.counts = h->cnt;
+    if ((rc = sub(&a, 2)) != REDCOLL_OK) return rc;
+  }
+  size_t at = 0;
+  for (int l = 0; l < h->intra->size; l++) {
+    h->cnt[l] = COUNT_OF(t->members[t->start[t->my_host] + l]);
+    h->dsp[l] = at;
+    at += h->cnt[l];
+  }
+#undef COUNT_OF
+  redcoll__call s = base(call, h->intra, REDCOLL_COLL_SCATTERV);
+  s.sendbuf = lead ? tmp + all * es : NULL;
+  s.recvbuf = call->recvbuf;
+  s.count = part;
+  s.counts = h->cnt;
+  s.displs = lead ? h->dsp : NULL;
+  return sub(&s, 3);
+}
+
+const redcoll__algo_entry redcoll__algos_two_level[] = {
+    {REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_TWO_LEVEL, tl_allreduce, NULL, 0},
+    {REDCOLL_COLL_REDUCE, REDCOLL_ALGO_TWO_LEVEL, tl_reduce, NULL, 0},
+    {REDCOLL_COLL_BCAST, REDCOLL_ALGO_TWO_LEVEL, tl_bcast, NULL, 0},
+    {REDCOLL_COLL_BARRIER, REDCOLL_ALGO_TWO_LEVEL, tl_barrier, NULL, 0},
+    {REDCOLL_COLL_ALLGATHER, REDCOLL_ALGO_TWO_LEVEL, tl_allgather, NULL, 0},
+    {REDCOLL_COLL_REDUCE_SCATTER_BLOCK, REDCOLL_ALGO_TWO_LEVEL, tl_reduce_scatter, NULL, 0},
+    {REDCOLL_COLL_REDUCE_SCATTER, REDCOLL_ALGO_TWO_LEVEL, tl_reduce_scatter, NULL, 0},
+    {REDCOLL_COLL_COUNT, REDCOLL_ALGO_AUTO, NULL, NULL, 0},
+};

@@ -1,0 +1,377 @@
+/*
+ * Two-level collectives: the hosts of a communicator (redcoll__topo_build)
+ * on worked examples; every two-level collective on threads worlds that
+ * pretend hosts (even, uneven, hosts of one rank, hosts whose ranks
+ * interleave), forced and chosen by AUTO, checked element by element
+ * against a sequential reduction in rank order (a non-commutative
+ * operator), bitwise identical floating-point results on every rank, every
+ * root; the same on a split of such a world (a map); AUTO's choice under a
+ * slow network.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "redcoll/threads.h"
+#include "test.h"
+
+/* ---- hosts ---------------------------------------------------------------- */
+
+static void topo_examples(void) {
+  redcoll__topo t;
+  /* The example of topo.c. */
+  const uint32_t h1[] = {7, 7, 3, 7, 3};
+  CHECK_INT(redcoll__topo_build(h1, NULL, 5, 4, &t), REDCOLL_OK);
+  CHECK_INT(t.hosts, 2);
+  CHECK_INT(t.contiguous, 0);
+  CHECK_INT(t.min_local, 2);
+  CHECK_INT(t.max_local, 3);
+  CHECK_INT(t.my_host, 1);
+  CHECK_INT(t.my_local, 1);
+  const int members[] = {0, 1, 3, 2, 4}, start[] = {0, 3, 5}, local[] = {0, 1, 0, 2, 1};
+  for (int i = 0; i < 5; i++) CHECK_INT(t.members[i], members[i]);
+  for (int i = 0; i < 3; i++) CHECK_INT(t.start[i], start[i]);
+  for (int i = 0; i < 5; i++) CHECK_INT(t.local_of[i], local[i]);
+  redcoll__topo_free(&t);
+  /* Host-major, uneven: 5 + 3. */
+  const uint32_t h2[] = {0, 0, 0, 0, 0, 1, 1, 1};
+  CHECK_INT(redcoll__topo_build(h2, NULL, 8, 6, &t), REDCOLL_OK);
+  CHECK_INT(t.hosts, 2);
+  CHECK_INT(t.contiguous, 1);
+  CHECK_INT(t.min_local, 3);
+  CHECK_INT(t.max_local, 5);
+  CHECK_INT(t.my_host, 1);
+  CHECK_INT(t.my_local, 1);
+  redcoll__topo_free(&t);
+  /* Through a map: ranks 0..3 are transport ranks 4, 0, 5, 1 of hosts
+   * {0,0,1,1,2,2}: hosts 2, 0, 2, 0 -> numbered 0, 1, 0, 1. */
+  const uint32_t h3[] = {0, 0, 1, 1, 2, 2};
+  const int map[] = {4, 0, 5, 1};
+  CHECK_INT(redcoll__topo_build(h3, map, 4, 1, &t), REDCOLL_OK);
+  CHECK_INT(t.hosts, 2);
+  CHECK_INT(t.contiguous, 0);
+  CHECK_INT(t.host_of[0], 0);
+  CHECK_INT(t.host_of[1], 1);
+  CHECK_INT(t.host_of[2], 0);
+  CHECK_INT(t.host_of[3], 1);
+  CHECK_INT(t.my_local, 0);
+  redcoll__topo_free(&t);
+  /* No hosts: every rank its own. */
+  CHECK_INT(redcoll__topo_build(NULL, NULL, 3, 2, &t), REDCOLL_OK);
+  CHECK_INT(t.hosts, 3);
+  CHECK_INT(t.contiguous, 1);
+  CHECK_INT(t.max_local, 1);
+  CHECK_INT(t.my_host, 2);
+  redcoll__topo_free(&t);
+}
+
+/* ---- collectives on worlds with hosts --------------------------------------- */
+
+/* A non-commutative, associative operator: x -> m x + c modulo a prime. */
+#define MOD 1000003ULL
+typedef struct {
+  uint64_t m, c;
+} affine;
+
+static affine compose(affine l, affine r) {
+  return (affine){r.m * l.m % MOD, (r.m * l.c + r.c) % MOD};
+}
+
+static void affine_fn(void *out, const void *left, const void *right, size_t n, void *ctx) {
+  (void)ctx;
+  const affine *l = left, *r = right;
+  affine *o = out;
+  for (size_t i = 0; i < n; i++) o[i] = compose(l[i], r[i]);
+}
+
+static affine val(int rank, size_t i) {
+  return (affine){(uint64_t)(rank * 7 + (int)i % 13) % 1000 + 2, (uint64_t)(rank * 3 + i) % MOD};
+}
+
+/* A double whose sum depends on the order: large and tiny magnitudes. */
+static double fval(int rank, size_t i) {
+  return (rank % 3 == 0 ? 1e16 : 1.0) * (1.0 + (double)((rank * 31 + (int)i) % 17) / 7.0) *
+         (rank % 2 ? -1 : 1);
+}
+
+#define MAXP 12
+#define MAXN 40
+
+typedef struct {
+  redcoll_algo algo;     /* forced, or AUTO */
+  int noncomm;           /* the affine operator may be used (hosts in order) */
+  int split;             /* run on the split {odd ranks} + {even ranks} */
+  double fsum[MAXP][MAXN]; /* each rank's float allreduce result */
+  int status[MAXP];
+} world_arg;
+
+/* The sequential fold of ranks lo..hi-1 (in the order of members). */
+static affine fold(const int *members, int n, size_t i) {
+  affine a = val(members[0], i);
+  for (int k = 1; k < n; k++) a = compose(a, val(members[k], i));
+  return a;
+}
+
+/* Every two-level collective on c (whose rank k is world rank members[k])
+ * against its sequential result; returns the number of wrong results. */
+static int exercise(redcoll_comm *c, const int *members, world_arg *w, int wr, redcoll_op *op) {
+  int p = redcoll_comm_size(c), r = redcoll_comm_rank(c), bad = 0, rc;
+  const redcoll_coll colls[] = {REDCOLL_COLL_ALLREDUCE, REDCOLL_COLL_REDUCE, REDCOLL_COLL_BCAST,
+                                REDCOLL_COLL_BARRIER,   REDCOLL_COLL_ALLGATHER,
+                                REDCOLL_COLL_REDUCE_SCATTER_BLOCK, REDCOLL_COLL_REDUCE_SCATTER};
+  for (size_t k = 0; k < sizeof colls / sizeof colls[0]; k++)
+    if ((rc = redcoll_comm_set_algorithm(c, colls[k], w->algo)) != REDCOLL_OK) return 1000 + rc;
+  const size_t sizes[] = {1, 3, MAXN};
+  for (size_t si = 0; si < 3; si++) {
+    size_t n = sizes[si];
+    affine in[MAXP * MAXN], out[MAXP * MAXN];
+    if (w->noncomm) {
+      for (size_t i = 0; i < n; i++) in[i] = val(wr, i);
+      bad += redcoll_allreduce(c, in, out, n, REDCOLL_CUSTOM, op) != REDCOLL_OK;
+      for (size_t i = 0; i < n; i++) {
+        affine e = fold(members, p, i);
+        bad += out[i].m != e.m || out[i].c != e.c;
+      }
+      /* in place */
+      bad += redcoll_allreduce(c, REDCOLL_IN_PLACE, in, n, REDCOLL_CUSTOM, op) != REDCOLL_OK;
+      for (size_t i = 0; i < n; i++) bad += memcmp(&in[i], &out[i], sizeof in[i]) != 0;
+      for (int root = 0; root < p; root++) {
+        for (size_t i = 0; i < n; i++) in[i] = val(wr, i);
+        memset(out, 0, sizeof out);
+        bad += redcoll_reduce(c, in, out, n, REDCOLL_CUSTOM, op, root) != REDCOLL_OK;
+        if (r == root)
+          for (size_t i = 0; i < n; i++) {
+            affine e = fold(members, p, i);
+            bad += out[i].m != e.m || out[i].c != e.c;
+          }
+      }
+      /* reduce_scatter_block: block k of rank r's input is val(r, k*n + i) */
+      for (int b = 0; b < p; b++)
+        for (size_t i = 0; i < n; i++) in[(size_t)b * n + i] = val(wr, (size_t)b * n + i);
+      bad += redcoll_reduce_scatter_block(c, in, out, n, REDCOLL_CUSTOM, op) != REDCOLL_OK;
+      for (size_t i = 0; i < n; i++) {
+        affine e = fold(members, p, (size_t)r * n + i);
+        bad += out[i].m != e.m || out[i].c != e.c;
+      }
+      /* reduce_scatter with counts r % 3 (some empty) */
+      size_t counts[MAXP], tot = 0, at = 0;
+      for (int b = 0; b < p; b++) {
+        counts[b] = (size_t)((b + (int)n) % 3);
+        if (b < r) at += counts[b];
+        tot += counts[b];
+      }
+      for (size_t i = 0; i < tot; i++) in[i] = val(wr, i);
+      bad += redcoll_reduce_scatter(c, in, out, counts, REDCOLL_CUSTOM, op) != REDCOLL_OK;
+      for (size_t i = 0; i < counts[r]; i++) {
+        affine e = fold(members, p, at + i);
+        bad += out[i].m != e.m || out[i].c != e.c;
+      }
+    }
+    /* floats: the same bits on every rank (compared after the run) */
+    double f[MAXN], g[MAXN];
+    for (size_t i = 0; i < n; i++) f[i] = fval(wr, i);
+    bad += redcoll_allreduce(c, f, g, n, REDCOLL_FLOAT64, REDCOLL_SUM) != REDCOLL_OK;
+    if (n == MAXN && !w->split) memcpy(w->fsum[wr], g, sizeof g);
+    /* integers: exact sums, every root */
+    int64_t x[MAXN], y[MAXN];
+    for (int root = 0; root < p; root++) {
+      for (size_t i = 0; i < n; i++) x[i] = wr * 1000 + (int64_t)i;
+      bad += redcoll_reduce(c, x, y, n, REDCOLL_INT64, REDCOLL_SUM, root) != REDCOLL_OK;
+      if (r == root)
+        for (size_t i = 0; i < n; i++) {
+          int64_t e = 0;
+          for (int k = 0; k < p; k++) e += members[k] * 1000 + (int64_t)i;
+          bad += y[i] != e;
+        }
+      for (size_t i = 0; i < n; i++) x[i] = r == root ? (int64_t)(root * 77 + (int)i) : -1;
+      bad += redcoll_bcast(c, x, n, REDCOLL_INT64, root) != REDCOLL_OK;
+      for (size_t i = 0; i < n; i++) bad += x[i] != (int64_t)(root * 77 + (int)i);
+    }
+    bad += redcoll_barrier(c) != REDCOLL_OK;
+    int32_t blk[MAXN], all[MAXP * MAXN];
+    for (size_t i = 0; i < n; i++) blk[i] = wr * 100 + (int32_t)i;
+    bad += redcoll_allgather(c, blk, all, n, REDCOLL_INT32) != REDCOLL_OK;
+    for (int k = 0; k < p; k++)
+      for (size_t i = 0; i < n; i++) bad += all[(size_t)k * n + i] != members[k] * 100 + (int32_t)i;
+    /* allgather in place */
+    memset(all, 0xff, sizeof all);
+    memcpy(all + (size_t)r * n, blk, n * sizeof *blk);
+    bad += redcoll_allgather(c, REDCOLL_IN_PLACE, all, n, REDCOLL_INT32) != REDCOLL_OK;
+    for (int k = 0; k < p; k++)
+      for (size_t i = 0; i < n; i++) bad += all[(size_t)k * n + i] != members[k] * 100 + (int32_t)i;
+  }
+  if (w->algo == REDCOLL_ALGO_TWO_LEVEL)
+    bad += redcoll_comm_last_algorithm(c) != REDCOLL_ALGO_TWO_LEVEL;
+  return bad;
+}
+
+static int world_rank(redcoll_comm *c, void *arg) {
+  world_arg *w = arg;
+  int wr = redcoll_comm_rank(c), p = redcoll_comm_size(c), bad;
+  redcoll_op *op = NULL;
+  if (redcoll_op_create(affine_fn, sizeof(affine), 0, NULL, &op) != REDCOLL_OK) return REDCOLL_ENOMEM;
+  int members[MAXP];
+  if (!w->split) {
+    for (int k = 0; k < p; k++) members[k] = k;
+    bad = exercise(c, members, w, wr, op);
+  } else {
+    redcoll_comm *half = NULL;
+    int rc = redcoll_comm_split(c, wr % 2, wr, &half);
+    if (rc != REDCOLL_OK) {
+      redcoll_op_destroy(op);
+      return rc;
+    }
+    int n = 0;
+    for (int k = wr % 2; k < p; k += 2) members[n++] = k;
+    bad = exercise(half, members, w, wr, op);
+    redcoll_comm_destroy(half);
+  }
+  redcoll_op_destroy(op);
+  w->status[wr] = bad;
+  return bad ? REDCOLL_EINVAL : REDCOLL_OK;
+}
+
+/* One world of p ranks on the given hosts (NULL: ranks_per_host rph). */
+static void run_world(int p, const uint32_t *hosts, int rph, redcoll_algo algo, int noncomm,
+                      int split) {
+  redcoll_threads_config cfg;
+  redcoll_threads_config_init(&cfg);
+  cfg.hosts = hosts;
+  cfg.ranks_per_host = rph;
+  cfg.wait_timeout_ms = 60000;
+  world_arg *w = calloc(1, sizeof *w);
+  w->algo = algo;
+  w->noncomm = noncomm;
+  w->split = split;
+  int rc = redcoll_threads_run_config(p, &cfg, world_rank, w, NULL);
+  CHECK_MSG(rc == REDCOLL_OK, "p %d rph %d algo %s split %d: %s", p, rph, redcoll_algo_name(algo),
+            split, redcoll_strerror(rc));
+  for (int r = 0; r < p; r++)
+    CHECK_MSG(w->status[r] == 0, "p %d rph %d algo %s split %d: rank %d: %d wrong", p, rph,
+              redcoll_algo_name(algo), split, r, w->status[r]);
+  if (!split)
+    for (int r = 1; r < p; r++)
+      CHECK_MSG(memcmp(w->fsum[r], w->fsum[0], sizeof w->fsum[0]) == 0,
+                "p %d: rank %d's float sum differs from rank 0's", p, r);
+  free(w);
+}
+
+/* Each world with one slice and with as many as the fewest ranks on a
+ * host (allreduce and reduce). */
+static void both_slicings(int p, const uint32_t *hosts, int rph, redcoll_algo algo, int split) {
+  for (int s = 1; s <= 2; s++) {
+    redcoll__two_level_slices_forced = s;
+    run_world(p, hosts, rph, algo, 1, split);
+  }
+  redcoll__two_level_slices_forced = 0;
+}
+
+static void even_hosts(void) {
+  both_slicings(8, NULL, 4, REDCOLL_ALGO_TWO_LEVEL, 0);  /* 2 x 4 */
+  both_slicings(9, NULL, 3, REDCOLL_ALGO_TWO_LEVEL, 0);  /* 3 x 3 */
+  both_slicings(12, NULL, 4, REDCOLL_ALGO_TWO_LEVEL, 0); /* 3 x 4 */
+  run_world(6, NULL, 2, REDCOLL_ALGO_AUTO, 1, 0);
+}
+
+static void uneven_hosts(void) {
+  const uint32_t five_three[] = {0, 0, 0, 0, 0, 1, 1, 1};
+  both_slicings(8, five_three, 0, REDCOLL_ALGO_TWO_LEVEL, 0);
+  const uint32_t singles[] = {4, 4, 9, 2, 2, 2, 8};  /* 2 + 1 + 3 + 1 */
+  both_slicings(7, singles, 0, REDCOLL_ALGO_TWO_LEVEL, 0);
+  both_slicings(7, NULL, 3, REDCOLL_ALGO_TWO_LEVEL, 0); /* 3 + 3 + 1 */
+  const uint32_t two_two_three[] = {5, 5, 6, 6, 7, 7, 7};
+  both_slicings(7, two_two_three, 0, REDCOLL_ALGO_TWO_LEVEL, 0);
+}
+
+/* Hosts whose ranks interleave ({0,2,4} and {1,3,5}): commutative
+ * reductions, bcast and barrier work two-level; allgather and a
+ * non-commutative reduction are refused on every rank alike. */
+static int interleaved_rank(redcoll_comm *c, void *arg) {
+  int *st = arg, r = redcoll_comm_rank(c), p = redcoll_comm_size(c), bad = 0;
+  for (int k = 0; k < REDCOLL_COLL_COUNT; k++)
+    if (redcoll_algo_is_supported((redcoll_coll)k, REDCOLL_ALGO_TWO_LEVEL))
+      redcoll_comm_set_algorithm(c, (redcoll_coll)k, REDCOLL_ALGO_TWO_LEVEL);
+  int64_t x[5], y[5];
+  for (int i = 0; i < 5; i++) x[i] = r * 10 + i;
+  bad += redcoll_allreduce(c, x, y, 5, REDCOLL_INT64, REDCOLL_SUM) != REDCOLL_OK;
+  for (int i = 0; i < 5; i++) bad += y[i] != (int64_t)(10 * p * (p - 1) / 2 + p * i);
+  for (int root = 0; root < p; root++) {
+    bad += redcoll_reduce(c, x, y, 5, REDCOLL_INT64, REDCOLL_MAX, root) != REDCOLL_OK;
+    if (r == root)
+      for (int i = 0; i < 5; i++) bad += y[i] != (int64_t)(10 * (p - 1) + i);
+    int64_t b[2] = {r == root ? root : -1, r == root ? 2 * root : -1};
+    bad += redcoll_bcast(c, b, 2, REDCOLL_INT64, root) != REDCOLL_OK;
+    bad += b[0] != root || b[1] != 2 * root;
+  }
+  bad += redcoll_barrier(c) != REDCOLL_OK;
+  bad += redcoll_comm_last_algorithm(c) != REDCOLL_ALGO_TWO_LEVEL;
+  int32_t one = r, all[8];
+  bad += redcoll_allgather(c, &one, all, 1, REDCOLL_INT32) != REDCOLL_ENOTSUP;
+  st[r] = bad;
+  return REDCOLL_OK;
+}
+
+static void interleaved_hosts(void) {
+  const uint32_t rr[] = {0, 1, 0, 1, 0, 1};
+  redcoll_threads_config cfg;
+  redcoll_threads_config_init(&cfg);
+  cfg.hosts = rr;
+  cfg.wait_timeout_ms = 60000;
+  int st[6] = {-1, -1, -1, -1, -1, -1};
+  CHECK_INT(redcoll_threads_run_config(6, &cfg, interleaved_rank, st, NULL), REDCOLL_OK);
+  for (int r = 0; r < 6; r++) CHECK_INT(st[r], 0);
+}
+
+static void split_worlds(void) {
+  /* {odd}, {even} of 4 hosts x 3: each half has ranks on every host,
+   * interleaved with the other half but in host order within it. */
+  both_slicings(12, NULL, 3, REDCOLL_ALGO_TWO_LEVEL, 1);
+}
+
+/* ---- AUTO's choice ----------------------------------------------------------- */
+
+typedef struct {
+  redcoll_algo big, small, flat;
+} choice_arg;
+
+static int choice_rank(redcoll_comm *c, void *arg) {
+  choice_arg *a = arg;
+  /* A network 100 times slower than the host. */
+  redcoll_comm_set_cost_model(c, 5e-5, 1e-8, 1e-10);
+  static double x[1 << 16], y[1 << 16];
+  int rc = redcoll_allreduce(c, x, y, 1 << 16, REDCOLL_FLOAT64, REDCOLL_SUM);
+  if (rc != REDCOLL_OK) return rc;
+  if (redcoll_comm_rank(c) == 0) a->big = redcoll_comm_last_algorithm(c);
+  if ((rc = redcoll_allreduce(c, x, y, 1, REDCOLL_FLOAT64, REDCOLL_SUM)) != REDCOLL_OK) return rc;
+  if (redcoll_comm_rank(c) == 0) a->small = redcoll_comm_last_algorithm(c);
+  return REDCOLL_OK;
+}
+
+static int flat_rank(redcoll_comm *c, void *arg) {
+  choice_arg *a = arg;
+  redcoll_comm_set_cost_model(c, 5e-5, 1e-8, 1e-10);
+  double x[4] = {0}, y[4];
+  int rc = redcoll_allreduce(c, x, y, 4, REDCOLL_FLOAT64, REDCOLL_SUM);
+  if (redcoll_comm_rank(c) == 0) a->flat = redcoll_comm_last_algorithm(c);
+  return rc;
+}
+
+static void auto_choice(void) {
+  redcoll_threads_config cfg;
+  redcoll_threads_config_init(&cfg);
+  cfg.ranks_per_host = 4;
+  choice_arg a = {0, 0, 0};
+  CHECK_INT(redcoll_threads_run_config(8, &cfg, choice_rank, &a, NULL), REDCOLL_OK);
+  CHECK_INT(a.big, REDCOLL_ALGO_TWO_LEVEL);
+  CHECK_INT(a.small, REDCOLL_ALGO_TWO_LEVEL);
+  cfg.ranks_per_host = 0;
+  CHECK_INT(redcoll_threads_run_config(8, &cfg, flat_rank, &a, NULL), REDCOLL_OK);
+  CHECK(a.flat != REDCOLL_ALGO_TWO_LEVEL);
+}
+
+TEST_MAIN(TEST(topo_examples), TEST(even_hosts), TEST(uneven_hosts), TEST(interleaved_hosts),
+          TEST(split_worlds), TEST(auto_choice))
