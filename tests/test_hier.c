@@ -16,8 +16,15 @@
 #include <string.h>
 
 #include "internal.h"
+#include "redcoll/hier.h"
 #include "redcoll/threads.h"
 #include "test.h"
+#ifdef REDCOLL_TEST_TCP
+#include <signal.h>
+#include <unistd.h>
+
+#include "tcp_runner.h"
+#endif
 
 /* ---- hosts ---------------------------------------------------------------- */
 
@@ -373,5 +380,119 @@ static void auto_choice(void) {
   CHECK(a.flat != REDCOLL_ALGO_TWO_LEVEL);
 }
 
+/* ---- hosts x threads: redcoll_hier_run ---------------------------------------- */
+
+/* In-process worlds: procs is a threads world of one rank (H = 1). */
+static int one_proc(redcoll_comm *procs, void *arg) {
+  return redcoll_hier_run(procs, 4, world_rank, arg);
+}
+
+static void hier_one_process(void) {
+  world_arg *w = calloc(1, sizeof *w);
+  w->algo = REDCOLL_ALGO_AUTO;
+  w->noncomm = 1;
+  CHECK_INT(redcoll_threads_run(1, one_proc, w), REDCOLL_OK);
+  for (int r = 0; r < 4; r++) CHECK_INT(w->status[r], 0);
+  free(w);
+  /* arguments */
+  CHECK_INT(redcoll_hier_run(NULL, 2, world_rank, NULL), REDCOLL_EINVAL);
+}
+
+/* A procs transport without posted exchanges (threads) and more than one
+ * process: refused. */
+static int refused_proc(redcoll_comm *procs, void *arg) {
+  (void)arg;
+  return redcoll_hier_run(procs, 2, world_rank, NULL) == REDCOLL_ENOTSUP ? REDCOLL_OK
+                                                                         : REDCOLL_EINVAL;
+}
+
+static void hier_needs_posts(void) { CHECK_INT(redcoll_threads_run(2, refused_proc, NULL), REDCOLL_OK); }
+
+#ifdef REDCOLL_TEST_TCP
+#define TCP_T 3
+
+typedef struct {
+  world_arg w[2];          /* two_level forced (two slicings), AUTO */
+  int killed;              /* the process that dies in tcp_kill */
+  int errors[8][TCP_T];    /* what each thread of a surviving process got */
+} tcp_arg;
+
+static int tcp_proc(redcoll_comm *procs, void *arg) {
+  tcp_arg *a = arg;
+  int rc = REDCOLL_OK;
+  for (int s = 1; s <= 2 && rc == REDCOLL_OK; s++) {
+    redcoll__two_level_slices_forced = s;
+    rc = redcoll_hier_run(procs, TCP_T, world_rank, &a->w[0]);
+  }
+  redcoll__two_level_slices_forced = 0;
+  if (rc == REDCOLL_OK) rc = redcoll_hier_run(procs, TCP_T, world_rank, &a->w[1]);
+  return rc;
+}
+
+/* 3 processes x 3 threads over loopback TCP: every collective, forced and
+ * AUTO, checked; the same bits on every rank. */
+static void tcp_hosts_threads(void) {
+  tcp_arg *a = tcp_run_shared(sizeof *a);
+  a->w[0].algo = REDCOLL_ALGO_TWO_LEVEL;
+  a->w[0].noncomm = a->w[1].noncomm = 1;
+  a->w[1].algo = REDCOLL_ALGO_AUTO;
+  CHECK_INT(tcp_run(3, tcp_proc, a), REDCOLL_OK);
+  for (int k = 0; k < 2; k++)
+    for (int r = 0; r < 3 * TCP_T; r++) {
+      CHECK_INT(a->w[k].status[r], 0);
+      CHECK(memcmp(a->w[k].fsum[r], a->w[k].fsum[0], sizeof a->w[k].fsum[0]) == 0);
+    }
+  munmap(a, sizeof *a);
+}
+
+/* Allreduces of 1 MiB until the killed process dies mid-way. */
+static int kill_rank(redcoll_comm *world, void *arg) {
+  tcp_arg *a = arg;
+  static __thread double x[1 << 17], y[1 << 17];
+  int proc = redcoll_comm_rank(world) / TCP_T;
+  for (int i = 0; i < 200; i++) {
+    if (proc == a->killed && redcoll_comm_rank(world) % TCP_T == 1 && i == 3) raise(SIGKILL);
+    int rc = redcoll_allreduce(world, x, y, 1 << 17, REDCOLL_FLOAT64, REDCOLL_SUM);
+    if (rc != REDCOLL_OK) return rc;
+  }
+  return REDCOLL_OK;
+}
+
+static int kill_proc(redcoll_comm *procs, void *arg) {
+  tcp_arg *a = arg;
+  int st[TCP_T];
+  redcoll_hier_run_statuses(procs, TCP_T, kill_rank, arg, st);
+  int me = redcoll_comm_rank(procs);
+  for (int t = 0; t < TCP_T; t++) a->errors[me][t] = st[t];
+  return REDCOLL_OK;
+}
+
+/* A process killed (SIGKILL) in the middle of 1 MiB allreduces: every
+ * thread of every other process returns an error, none hangs. */
+static void tcp_kill(void) {
+  tcp_arg *a = tcp_run_shared(sizeof *a);
+  a->killed = 2;
+  tcp_run_opts o;
+  memset(&o, 0, sizeof o);
+  o.timeout_ms = 20000;
+  o.deadline_s = 60;
+  int rc = tcp_run_opts_run(4, kill_proc, a, &o);
+  CHECK_INT(rc, REDCOLL_ETRANSPORT);
+  CHECK_INT(o.statuses[2], REDCOLL_ETRANSPORT);
+  for (int p = 0; p < 4; p++) {
+    if (p == 2) continue;
+    CHECK_INT(o.statuses[p], REDCOLL_OK);
+    for (int t = 0; t < TCP_T; t++)
+      CHECK_MSG(a->errors[p][t] == REDCOLL_ETRANSPORT || a->errors[p][t] == REDCOLL_EABORTED,
+                "process %d thread %d: %s", p, t, redcoll_status_name(a->errors[p][t]));
+  }
+  munmap(a, sizeof *a);
+}
+#endif
+
 TEST_MAIN(TEST(topo_examples), TEST(even_hosts), TEST(uneven_hosts), TEST(interleaved_hosts),
-          TEST(split_worlds), TEST(auto_choice))
+          TEST(split_worlds), TEST(auto_choice), TEST(hier_one_process), TEST(hier_needs_posts)
+#ifdef REDCOLL_TEST_TCP
+          , TEST(tcp_hosts_threads), TEST(tcp_kill)
+#endif
+)
