@@ -17,6 +17,7 @@
 
 #include "internal.h"
 #include "redcoll/hier.h"
+#include "redcoll/transport.h"
 #include "redcoll/threads.h"
 #include "test.h"
 #ifdef REDCOLL_TEST_TCP
@@ -131,7 +132,9 @@ static int exercise(redcoll_comm *c, const int *members, world_arg *w, int wr, r
                                 REDCOLL_COLL_BARRIER,   REDCOLL_COLL_ALLGATHER,
                                 REDCOLL_COLL_REDUCE_SCATTER_BLOCK, REDCOLL_COLL_REDUCE_SCATTER};
   for (size_t k = 0; k < sizeof colls / sizeof colls[0]; k++)
-    if ((rc = redcoll_comm_set_algorithm(c, colls[k], w->algo)) != REDCOLL_OK) return 1000 + rc;
+    if (redcoll_algo_is_supported(colls[k], w->algo) &&
+        (rc = redcoll_comm_set_algorithm(c, colls[k], w->algo)) != REDCOLL_OK)
+      return 1000 + rc;
   const size_t sizes[] = {1, 3, MAXN};
   for (size_t si = 0; si < 3; si++) {
     size_t n = sizes[si];
@@ -398,15 +401,78 @@ static void hier_one_process(void) {
   CHECK_INT(redcoll_hier_run(NULL, 2, world_rank, NULL), REDCOLL_EINVAL);
 }
 
-/* A procs transport without posted exchanges (threads) and more than one
- * process: refused. */
-static int refused_proc(redcoll_comm *procs, void *arg) {
-  (void)arg;
-  return redcoll_hier_run(procs, 2, world_rank, NULL) == REDCOLL_ENOTSUP ? REDCOLL_OK
-                                                                         : REDCOLL_EINVAL;
+/* Processes stood in for by a threads world of H ranks, each running T
+ * threads: every collective with two_level, AUTO and flat algorithms
+ * forced (ring, recursive doubling, elimination, linear). */
+typedef struct {
+  int T;
+  world_arg w;
+} procs_arg;
+
+static int threads_proc(redcoll_comm *procs, void *arg) {
+  procs_arg *a = arg;
+  return redcoll_hier_run(procs, a->T, world_rank, &a->w);
 }
 
-static void hier_needs_posts(void) { CHECK_INT(redcoll_threads_run(2, refused_proc, NULL), REDCOLL_OK); }
+static void hier_over_threads(void) {
+  const redcoll_algo algos[] = {REDCOLL_ALGO_TWO_LEVEL, REDCOLL_ALGO_AUTO, REDCOLL_ALGO_RING,
+                                REDCOLL_ALGO_RECURSIVE_DOUBLING, REDCOLL_ALGO_ELIMINATION,
+                                REDCOLL_ALGO_LINEAR};
+  const int shapes[][2] = {{2, 3}, {3, 2}, {3, 3}};
+  for (size_t s = 0; s < 3; s++)
+    for (size_t k = 0; k < sizeof algos / sizeof algos[0]; k++) {
+      procs_arg *a = calloc(1, sizeof *a);
+      int H = shapes[s][0];
+      a->T = shapes[s][1];
+      a->w.algo = algos[k];
+      /* ring reorders operands: commutative operators only */
+      a->w.noncomm = redcoll_algo_is_rank_ordered(REDCOLL_COLL_ALLREDUCE, algos[k]);
+      redcoll_threads_config cfg;
+      redcoll_threads_config_init(&cfg);
+      cfg.wait_timeout_ms = 60000;
+      int rc = redcoll_threads_run_config(H, &cfg, threads_proc, a, NULL);
+      CHECK_MSG(rc == REDCOLL_OK, "%d x %d %s: %s", H, a->T, redcoll_algo_name(algos[k]),
+                redcoll_strerror(rc));
+      for (int r = 0; r < H * a->T; r++) {
+        CHECK_MSG(a->w.status[r] == 0, "%d x %d %s: rank %d: %d wrong", H, a->T,
+                  redcoll_algo_name(algos[k]), r, a->w.status[r]);
+        CHECK(memcmp(a->w.fsum[r], a->w.fsum[0], sizeof a->w.fsum[0]) == 0);
+      }
+      free(a);
+    }
+}
+
+/* A procs transport without channels and threads, with more than one
+ * rank: refused before anything is sent. */
+static int no_channels_send(void *impl, int dst, uint64_t tag, const void *buf, size_t len) {
+  (void)impl, (void)dst, (void)tag, (void)buf, (void)len;
+  return REDCOLL_ETRANSPORT;
+}
+static int no_channels_recv(void *impl, int src, uint64_t tag, void *buf, size_t len) {
+  (void)impl, (void)src, (void)tag, (void)buf, (void)len;
+  return REDCOLL_ETRANSPORT;
+}
+static int no_channels_sendrecv(void *impl, int dst, uint64_t stag, const void *sbuf, size_t slen,
+                                int src, uint64_t rtag, void *rbuf, size_t rlen) {
+  (void)impl, (void)dst, (void)stag, (void)sbuf, (void)slen, (void)src, (void)rtag, (void)rbuf,
+      (void)rlen;
+  return REDCOLL_ETRANSPORT;
+}
+static void no_channels_destroy(void *impl) { (void)impl; }
+
+static void hier_refused(void) {
+  static const redcoll_transport_ops v1 = {.version = 1,
+                                           .send = no_channels_send,
+                                           .recv = no_channels_recv,
+                                           .sendrecv = no_channels_sendrecv,
+                                           .destroy = no_channels_destroy};
+  redcoll_comm *c = NULL;
+  CHECK_INT(redcoll_comm_create(&v1, NULL, 0, 2, &c), REDCOLL_OK);
+  CHECK_INT(redcoll_hier_run(c, 2, world_rank, NULL), REDCOLL_ENOTSUP);
+  CHECK_INT(redcoll_hier_run(c, 0, world_rank, NULL), REDCOLL_EINVAL);
+  CHECK_INT(redcoll_hier_run(c, REDCOLL_HIER_MAX_THREADS + 1, world_rank, NULL), REDCOLL_EINVAL);
+  redcoll_comm_destroy(c);
+}
 
 #ifdef REDCOLL_TEST_TCP
 #define TCP_T 3
@@ -491,7 +557,7 @@ static void tcp_kill(void) {
 #endif
 
 TEST_MAIN(TEST(topo_examples), TEST(even_hosts), TEST(uneven_hosts), TEST(interleaved_hosts),
-          TEST(split_worlds), TEST(auto_choice), TEST(hier_one_process), TEST(hier_needs_posts)
+          TEST(split_worlds), TEST(auto_choice), TEST(hier_one_process), TEST(hier_over_threads), TEST(hier_refused)
 #ifdef REDCOLL_TEST_TCP
           , TEST(tcp_hosts_threads), TEST(tcp_kill)
 #endif

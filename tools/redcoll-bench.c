@@ -3,7 +3,13 @@
  *
  *   redcoll-bench [--transport threads|tcp|shm] [--np P] [--coll allreduce] [--algo auto|NAME|all]
  *                 [--sizes 8:16M] [--factor 8] [--iters 20] [--warmup 3] [--dtype f32]
- *                 [--dup] [--no-header]
+ *                 [--dup] [--threads T] [--no-header]
+ *
+ * --algo takes one name, a comma-separated list (two_level,ring,auto), or
+ * all.  --threads T runs T threads in every launched process, each a rank
+ * of one world of P x T ranks (redcoll_hier_run: the threads of a process
+ * share a host, so AUTO may choose two_level); p in the output is then
+ * P x T.
  *
  * --dup runs everything on a duplicate of the communicator
  * (redcoll_comm_dup; impl "redcoll-dup"), on transports with channels.
@@ -43,6 +49,7 @@
 
 #include <redcoll/redcoll.h>
 #include <redcoll/threads.h>
+#include <redcoll/hier.h>
 #ifdef __linux__
 #include <redcoll/shm.h>
 #endif
@@ -64,6 +71,9 @@ typedef struct bench_opts {
   redcoll_dtype dt;
   int header;
   int dup; /* --dup: on redcoll_comm_dup of the communicator */
+  int threads; /* --threads: ranks per process through redcoll_hier_run; 0: none */
+  redcoll_algo list[REDCOLL_ALGO_COUNT]; /* --algo A,B,...: in that order */
+  int nlist;
 } bench_opts;
 
 /* Set by the ranks: 1 if any result was wrong or a call failed. */
@@ -77,7 +87,7 @@ static void usage(FILE *f) {
           "usage: redcoll-bench [--transport threads|tcp|shm] [--np P] [--coll COLL]\n"
           "                     [--algo auto|NAME|all] [--sizes MIN:MAX] [--factor F]\n"
           "                     [--iters N] [--warmup N] [--dtype f32|f64|f16|bf16|i32|i64] [--dup]\n"
-          "                     [--no-header]\n"
+          "                     [--threads T] [--no-header]\n"
           "  COLL: allreduce (default), reduce, reduce_scatter_block, allgather, bcast,\n"
           "        scan, exscan, exscan_total, alltoall (sizes: the whole vector; for\n"
           "        alltoall what one rank sends, p blocks)\n"
@@ -311,7 +321,7 @@ static int bench_point(redcoll_comm *c, bench_state *st, redcoll_algo algo, size
   int me = redcoll_comm_rank(c), p = redcoll_comm_size(c);
   size_t count = count_for(o, p, bytes);
   /* Without --algo the communicator keeps what REDCOLL_ALGO_<COLL> set. */
-  int rc = o->algo_given || o->all_algos ? redcoll_comm_set_algorithm(c, o->coll, algo) : REDCOLL_OK;
+  int rc = o->algo_given || o->all_algos || o->nlist > 0 ? redcoll_comm_set_algorithm(c, o->coll, algo) : REDCOLL_OK;
   if (rc != REDCOLL_OK) return rc;
   fill_inputs(o, me, p, count, b);
   int n = o->warmup + o->iters;
@@ -335,7 +345,7 @@ static int bench_point(redcoll_comm *c, bench_state *st, redcoll_algo algo, size
       rc = redcoll_allreduce(c, &bad, &anybad, 1, REDCOLL_INT64, REDCOLL_SUM);
       if (rc != REDCOLL_OK) return rc;
       if (anybad) {
-        st->failed = 1;
+        __atomic_store_n(&st->failed, 1, __ATOMIC_RELAXED);
         return REDCOLL_OK;
       }
       fill_inputs(o, me, p, count, b); /* bcast overwrote its input */
@@ -361,8 +371,17 @@ static int bench_point(redcoll_comm *c, bench_state *st, redcoll_algo algo, size
 
 static int rank_body(redcoll_comm *c, bench_state *st);
 
-/* The whole run on c, or on a duplicate of it (--dup). */
+static int rank_dup(redcoll_comm *c, void *arg);
+
+/* The whole run on c, or on a duplicate of it (--dup), or on the world of
+ * c's processes x --threads threads. */
 static int rank_main(redcoll_comm *c, void *arg) {
+  bench_state *st = arg;
+  if (st->o->threads > 0) return redcoll_hier_run(c, st->o->threads, rank_dup, st);
+  return rank_dup(c, arg);
+}
+
+static int rank_dup(redcoll_comm *c, void *arg) {
   bench_state *st = arg;
   if (!st->o->dup) return rank_body(c, st);
   redcoll_comm *d = NULL;
@@ -399,20 +418,24 @@ static int rank_body(redcoll_comm *c, bench_state *st) {
     fflush(stdout);
   }
   for (size_t bytes = o->min_bytes;; bytes *= o->factor) {
-    for (int a = o->all_algos ? 1 : (int)o->algo; a < REDCOLL_ALGO_COUNT; a++) {
+    int n_algos = o->nlist > 0 ? o->nlist : REDCOLL_ALGO_COUNT;
+    for (int k = o->all_algos || o->nlist > 0 ? (o->nlist > 0 ? 0 : 1) : (int)o->algo; k < n_algos;
+         k++) {
+      int a = o->nlist > 0 ? (int)o->list[k] : k;
       if (!redcoll_algo_is_supported(o->coll, (redcoll_algo)a)) continue;
       rc = bench_point(c, st, (redcoll_algo)a, bytes, &b, times, all);
-      if (rc == REDCOLL_ENOTSUP && o->all_algos && redcoll_comm_error(c) == REDCOLL_OK) {
+      if (rc == REDCOLL_ENOTSUP && (o->all_algos || o->nlist > 0) &&
+          redcoll_comm_error(c) == REDCOLL_OK) {
         rc = REDCOLL_OK; /* this algorithm does not apply here */
         continue;
       }
-      if (rc != REDCOLL_OK || st->failed) {
+      if (rc != REDCOLL_OK || __atomic_load_n(&st->failed, __ATOMIC_RELAXED)) {
         if (rc != REDCOLL_OK && me == 0)
           fprintf(stderr, "redcoll-bench: %s %s p %d %zu bytes: %s\n", redcoll_coll_name(o->coll),
                   redcoll_algo_name((redcoll_algo)a), p, bytes, redcoll_strerror(rc));
         goto out;
       }
-      if (!o->all_algos) break;
+      if (!o->all_algos && o->nlist == 0) break;
     }
     if (bytes > o->max_bytes / o->factor || bytes == 0) break;
   }
@@ -472,8 +495,24 @@ int main(int argc, char **argv) {
         bad = 1;
     } else if (strcmp(a, "--algo") == 0) {
       if (strcmp(v, "all") == 0) o.all_algos = 1;
-      else bad = redcoll_algo_parse(v, &o.algo) != REDCOLL_OK;
+      else if (strchr(v, ',') == NULL) bad = redcoll_algo_parse(v, &o.algo) != REDCOLL_OK;
+      else {
+        char name[64];
+        for (const char *q = v; *q != '\0' && !bad;) {
+          size_t n = strcspn(q, ",");
+          if (n == 0 || n >= sizeof name || o.nlist == REDCOLL_ALGO_COUNT) {
+            bad = 1;
+            break;
+          }
+          memcpy(name, q, n);
+          name[n] = '\0';
+          bad = redcoll_algo_parse(name, &o.list[o.nlist++]) != REDCOLL_OK;
+          q += n + (q[n] == ',');
+        }
+      }
       o.algo_given = 1;
+    } else if (strcmp(a, "--threads") == 0) {
+      bad = parse_int(v, 1, REDCOLL_HIER_MAX_THREADS, &o.threads) != 0;
     } else if (strcmp(a, "--sizes") == 0) {
       char lo[64];
       const char *colon = strchr(v, ':');

@@ -2,21 +2,26 @@
  * The hier transport: a world of H processes x T threads (redcoll/hier.h).
  * Thread t of process i is rank i * T + t.  An exchange's sides between
  * threads of this process go through the mailbox (mailbox.c); sides to
- * other processes are posted on procs' transport (version 4), each on the
- * channel of its ordered pair of threads and its world channel, so that
- * every receive there meets exactly the messages meant for it:
- *   remote channel = group(anchor, world group, sender thread, receiver
- *   thread) + (world channel - world group),
+ * other processes through procs' blocking exchange, each on the channel of
+ * its ordered pair of (process, thread) and its world channel, so that
+ * every receive there meets exactly the messages meant for it and a
+ * channel is used by one thread of a process at a time:
+ *   remote channel = group(anchor, world group, sender process, receiver
+ *   process, sender thread, receiver thread) + (world channel - world
+ *   group),
  * where group() hashes to a multiple of REDCOLL_TRANSPORT_CHANNEL_GROUP and
  * anchor is the channel base of a dup of procs made for the world (so two
  * worlds, or procs' own communicators, never share a channel but by a
- * 2^-62 chance).  The caller waits for its remote sides in procs'
- * progress, then for its local ones on a condition variable.
+ * 2^-62 chance).  The local halves are posted first, then the remote side
+ * runs (a send and a receive that both go to other processes run at once,
+ * the send on the thread's partner thread), then the caller waits for its
+ * local halves on a condition variable.
  *
  * Cancel of a world group: its local halves end with REDCOLL_EABORTED, and
- * procs cancels the T x T remote groups (every peer process hears it).
- * Close (a thread's communicator destroyed): its local peers get
- * REDCOLL_ETRANSPORT, and procs closes the thread's 2T remote groups.
+ * procs cancels the 2 (H-1) T^2 remote groups to and from this process
+ * (every peer process hears it).  Close (a thread's communicator
+ * destroyed): its local peers get REDCOLL_ETRANSPORT, and procs closes the
+ * thread's 2 (H-1) T remote groups.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,10 +32,21 @@
 #include "redcoll/hier.h"
 #include "redcoll/transport.h"
 
+enum { PARTNER_IDLE, PARTNER_JOB, PARTNER_DONE, PARTNER_QUIT };
+
 typedef struct hier_rank {
   hier_proc *P;
   int t;
+  /* The partner thread (partner_send) and its one job. */
+  int pstarted, pstate, prc;
+  pthread_t pth;
+  pthread_mutex_t pmu;
+  pthread_cond_t pcv;
+  redcoll_transport_ctx pctx;
+  redcoll_transport_msg pmsg;
 } hier_rank;
+
+static void h_cancel(void *impl, uint64_t channel, int status);
 
 /* Ranks of the world: process and thread. */
 static int proc_of(const hier_proc *P, int w) { return w / P->T; }
@@ -56,9 +72,13 @@ static uint64_t mix(uint64_t x) {
   return x;
 }
 
-/* The remote channel group of world group g from thread `from` to `to`. */
-static uint64_t remote_group(const hier_proc *P, uint64_t g, int from, int to) {
-  uint64_t x = mix(P->anchor ^ mix(g + 0x9e3779b97f4a7c15ULL) ^
+/* The remote channel group of world group g for messages from thread
+ * `from` of process sp to thread `to` of process rp.  Every channel is
+ * used by one send and one receive at a time: a process never sends and
+ * receives on the same one, and its threads never share one. */
+static uint64_t remote_group(const hier_proc *P, uint64_t g, int sp, int rp, int from, int to) {
+  uint64_t pair = ((uint64_t)(unsigned)sp << 32 | (unsigned)rp) * 0x9e3779b97f4a7c15ULL;
+  uint64_t x = mix(P->anchor ^ mix(g + 0x9e3779b97f4a7c15ULL) ^ mix(pair) ^
                    mix(((uint64_t)(unsigned)from << 32 | (unsigned)to) + 0x68696572ULL));
   x = HIER_GROUP(x);
   return x == 0 ? REDCOLL_TRANSPORT_CHANNEL_GROUP : x;
@@ -78,51 +98,99 @@ static void note_used(hier_proc *P, uint64_t g) {
   P->used[P->nused++] = g;
 }
 
-/* ---- one side over procs' transport --------------------------------------- */
-
-typedef struct remote_side {
-  redcoll_transport_op op;
-  int done, status;
-} remote_side;
-
-static void remote_done(redcoll_transport_op *op, int status) {
-  remote_side *s = op->user;
-  s->status = status;
-  __atomic_store_n(&s->done, 1, __ATOMIC_RELEASE);
-}
-
-/* Posts one side (send or receive) to or from world rank peer. */
-static int remote_post(hier_rank *R, const redcoll_transport_ctx *ctx, int send,
-                       const redcoll_transport_msg *m, remote_side *s) {
+/* procs' channel and message for one side of an exchange with world rank
+ * m->peer; returns the peer's process. */
+static int remote_channel(hier_rank *R, const redcoll_transport_ctx *ctx, int send,
+                          const redcoll_transport_msg *m, redcoll_transport_ctx *c,
+                          redcoll_transport_msg *pm) {
   hier_proc *P = R->P;
   int pt = thread_of(P, m->peer), pp = proc_of(P, m->peer);
   uint64_t g = HIER_GROUP(ctx->channel);
-  uint64_t rg = send ? remote_group(P, g, R->t, pt) : remote_group(P, g, pt, R->t);
-  redcoll_transport_ctx c = {ctx->deadline_ns, ctx->collective, rg + (ctx->channel - g)};
-  redcoll_transport_msg pm = {P->map != NULL ? P->map[pp] : pp, m->tag, m->buf, m->len};
-  memset(&s->op, 0, sizeof s->op);
-  s->op.done = remote_done;
-  s->op.user = s;
-  s->done = 0;
-  int rc = P->ops->post(P->impl, &c, send ? &pm : NULL, send ? NULL : &pm, &s->op);
-  if (rc != REDCOLL_OK) {
-    s->status = rc;
-    s->done = 1;
+  uint64_t rg = send ? remote_group(P, g, P->me, pp, R->t, pt) : remote_group(P, g, pp, P->me, pt, R->t);
+  *c = (redcoll_transport_ctx){ctx->deadline_ns, ctx->collective, rg + (ctx->channel - g)};
+  *pm = (redcoll_transport_msg){P->map != NULL ? P->map[pp] : pp, m->tag, m->buf, m->len};
+  return pp;
+}
+
+/* ---- one side over procs' transport --------------------------------------- */
+
+/* One side through procs' blocking exchange. */
+static int remote_exchange(hier_rank *R, const redcoll_transport_ctx *ctx, int send,
+                           const redcoll_transport_msg *m) {
+  redcoll_transport_ctx c;
+  redcoll_transport_msg pm;
+  remote_channel(R, ctx, send, m, &c, &pm);
+  return R->P->ops->exchange(R->P->impl, &c, send ? &pm : NULL, send ? NULL : &pm);
+}
+
+/* ---- the partner: a thread's second remote side --------------------------
+ * An exchange whose send and receive both go to other processes needs two
+ * blocking exchanges of procs at once (their channels differ): the send
+ * goes to the thread's partner, a thread started with the first such
+ * exchange and kept until the rank is destroyed. */
+
+static void *partner_main(void *arg) {
+  hier_rank *R = arg;
+  pthread_mutex_lock(&R->pmu);
+  for (;;) {
+    while (R->pstate == PARTNER_IDLE || R->pstate == PARTNER_DONE)
+      pthread_cond_wait(&R->pcv, &R->pmu);
+    if (R->pstate == PARTNER_QUIT) break;
+    pthread_mutex_unlock(&R->pmu);
+    int rc = remote_exchange(R, &R->pctx, 1, &R->pmsg);
+    pthread_mutex_lock(&R->pmu);
+    R->prc = rc;
+    R->pstate = PARTNER_DONE;
+    pthread_cond_broadcast(&R->pcv);
   }
+  pthread_mutex_unlock(&R->pmu);
+  return NULL;
+}
+
+/* Hands the send side to the partner (started on first use). */
+static int partner_send(hier_rank *R, const redcoll_transport_ctx *ctx,
+                        const redcoll_transport_msg *m) {
+  if (!R->pstarted) {
+    if (pthread_mutex_init(&R->pmu, NULL) != 0) return REDCOLL_ENOMEM;
+    if (pthread_cond_init(&R->pcv, NULL) != 0) {
+      pthread_mutex_destroy(&R->pmu);
+      return REDCOLL_ENOMEM;
+    }
+    R->pstate = PARTNER_IDLE;
+    if (pthread_create(&R->pth, NULL, partner_main, R) != 0) {
+      pthread_cond_destroy(&R->pcv);
+      pthread_mutex_destroy(&R->pmu);
+      return REDCOLL_ENOMEM;
+    }
+    R->pstarted = 1;
+  }
+  pthread_mutex_lock(&R->pmu);
+  R->pctx = *ctx;
+  R->pmsg = *m;
+  R->pstate = PARTNER_JOB;
+  pthread_cond_broadcast(&R->pcv);
+  pthread_mutex_unlock(&R->pmu);
+  return REDCOLL_OK;
+}
+
+static int partner_wait(hier_rank *R) {
+  pthread_mutex_lock(&R->pmu);
+  while (R->pstate != PARTNER_DONE) pthread_cond_wait(&R->pcv, &R->pmu);
+  R->pstate = PARTNER_IDLE;
+  int rc = R->prc;
+  pthread_mutex_unlock(&R->pmu);
   return rc;
 }
 
-/* Runs procs' progress until every side is done. */
-static void remote_wait(hier_proc *P, remote_side *const *sides, int n) {
-  for (;;) {
-    int pending = 0;
-    for (int i = 0; i < n; i++)
-      if (sides[i] != NULL && !__atomic_load_n(&sides[i]->done, __ATOMIC_ACQUIRE)) pending = 1;
-    if (!pending) return;
-    uint64_t now = P->ops->now != NULL ? P->ops->now(P->impl) : mono_ns();
-    /* Short turns: the transport's own deadlines finish the ops. */
-    P->ops->progress(P->impl, now + 1000000);
-  }
+static void partner_stop(hier_rank *R) {
+  if (!R->pstarted) return;
+  pthread_mutex_lock(&R->pmu);
+  R->pstate = PARTNER_QUIT;
+  pthread_cond_broadcast(&R->pcv);
+  pthread_mutex_unlock(&R->pmu);
+  pthread_join(R->pth, NULL);
+  pthread_cond_destroy(&R->pcv);
+  pthread_mutex_destroy(&R->pmu);
 }
 
 /* ---- the exchange ----------------------------------------------------------- */
@@ -175,8 +243,6 @@ static int h_exchange(void *impl, const redcoll_transport_ctx *ctx, const redcol
   const redcoll_transport_msg *side[2] = {send, recv};
   mb_half half[2];
   mb_half *local[2] = {NULL, NULL}, *other[2] = {NULL, NULL};
-  remote_side rs[2];
-  remote_side *remote[2] = {NULL, NULL};
   int rc = REDCOLL_OK;
   pthread_mutex_lock(&P->mu);
   note_used(P, HIER_GROUP(ctx->channel));
@@ -206,16 +272,27 @@ static int h_exchange(void *impl, const redcoll_transport_ctx *ctx, const redcol
   pthread_mutex_unlock(&P->mu);
   for (int k = 0; k < 2; k++)
     if (other[k] != NULL) mb_copy(P, local[k], other[k]);
-  /* The sides to other processes, both posted before waiting for any. */
-  for (int k = 0; k < 2; k++) {
-    const redcoll_transport_msg *m = side[k];
-    if (m == NULL || proc_of(P, m->peer) == P->me || rc != REDCOLL_OK) continue;
-    remote[k] = &rs[k];
-    remote_post(R, ctx, k == 0, m, &rs[k]);
-  }
-  remote_wait(P, remote, 2);
+  /* The sides to other processes: one through procs' blocking exchange;
+   * two (on two channels) both posted before waiting for either. */
+  int nremote = 0, only = -1;
   for (int k = 0; k < 2; k++)
-    if (remote[k] != NULL && rc == REDCOLL_OK) rc = remote[k]->status;
+    if (side[k] != NULL && proc_of(P, side[k]->peer) != P->me) {
+      nremote++;
+      only = k;
+    }
+  if (rc == REDCOLL_OK && nremote == 1) {
+    rc = remote_exchange(R, ctx, only == 0, side[only]);
+  } else if (rc == REDCOLL_OK && nremote == 2) {
+    rc = partner_send(R, ctx, send);
+    if (rc == REDCOLL_OK) {
+      rc = remote_exchange(R, ctx, 0, recv);
+      /* A failed receive ends the communicator here: the cancel also ends
+       * the partner's send, which may wait for a peer that never comes. */
+      if (rc != REDCOLL_OK) h_cancel(R, ctx->channel, rc);
+      int src = partner_wait(R);
+      if (rc == REDCOLL_OK) rc = src;
+    }
+  }
   pthread_mutex_lock(&P->mu);
   if (rc != REDCOLL_OK) {
     /* Nothing of this call may stay posted: take back what waits. */
@@ -266,8 +343,12 @@ static void cancel_group(hier_proc *P, uint64_t g, int status) {
   P->cancelled[P->ncancelled++] = g;
   pthread_cond_broadcast(&P->cv);
   if (P->H > 1 && P->ops->cancel != NULL)
-    for (int a = 0; a < P->T; a++)
-      for (int b = 0; b < P->T; b++) P->ops->cancel(P->impl, remote_group(P, g, a, b), status);
+    for (int j = 0; j < P->H; j++)
+      for (int a = 0; a < P->T && j != P->me; a++)
+        for (int b = 0; b < P->T; b++) {
+          P->ops->cancel(P->impl, remote_group(P, g, P->me, j, a, b), status);
+          P->ops->cancel(P->impl, remote_group(P, g, j, P->me, a, b), status);
+        }
 }
 
 static void h_cancel(void *impl, uint64_t channel, int status) {
@@ -301,10 +382,11 @@ static void h_close(void *impl, uint64_t channel) {
   pthread_cond_broadcast(&P->cv);
   pthread_mutex_unlock(&P->mu);
   if (P->H > 1 && P->ops->close != NULL)
-    for (int u = 0; u < P->T; u++) {
-      P->ops->close(P->impl, remote_group(P, g, R->t, u));
-      P->ops->close(P->impl, remote_group(P, g, u, R->t));
-    }
+    for (int j = 0; j < P->H; j++)
+      for (int u = 0; u < P->T && j != P->me; u++) {
+        P->ops->close(P->impl, remote_group(P, g, P->me, j, R->t, u));
+        P->ops->close(P->impl, remote_group(P, g, j, P->me, u, R->t));
+      }
 }
 
 static void proc_release(hier_proc *P) {
@@ -325,6 +407,7 @@ static void proc_release(hier_proc *P) {
 
 static void h_destroy(void *impl) {
   hier_rank *R = impl;
+  partner_stop(R);
   proc_release(R->P);
   free(R);
 }
@@ -358,6 +441,7 @@ static void *thread_main(void *p) {
   redcoll_comm *world = NULL;
   int rc = REDCOLL_ENOMEM;
   if (R != NULL) {
+    memset(R, 0, sizeof *R);
     R->P = P;
     R->t = ht->t;
     pthread_mutex_lock(&P->mu);
@@ -436,9 +520,10 @@ REDCOLL_API int redcoll_hier_run_statuses(redcoll_comm *procs, int threads, redc
   redcoll__comm_endpoint(procs, &ops, &impl, &ch, &map, &caps);
   unsigned need = REDCOLL_TRANSPORT_CAP_CHANNELS | REDCOLL_TRANSPORT_CAP_THREADS;
   if (redcoll_comm_size(procs) > 1 &&
-      ((caps & need) != need || ops->version < 4 || ops->post == NULL || ops->progress == NULL)) {
-    redcoll__log(0, "rank %d: redcoll_hier_run needs a transport with channels, threads and "
-                    "posted exchanges between processes",
+      ((caps & need) != need || ops->version < 3)) {
+    redcoll__log(0, "rank %d: redcoll_hier_run needs a transport with channels and threads "
+                    "between processes (version 3, REDCOLL_TRANSPORT_CAP_CHANNELS and "
+                    "REDCOLL_TRANSPORT_CAP_THREADS)",
                  redcoll_comm_rank(procs));
     return REDCOLL_ENOTSUP;
   }
