@@ -65,7 +65,6 @@ typedef struct host_impl {
    * transport, those over and not yet delivered, and the pump. */
   int n_shm, n_net;
   struct host_pop *fin, *fin_tail;
-  uint64_t gen;    /* bumped after a progress called done */
   int waiting;     /* threads in progress */
   pthread_t pump;
   pthread_cond_t pump_cv;
@@ -391,7 +390,6 @@ static int h_deliver(host_impl *h) {
     o = next;
   }
   pthread_mutex_lock(&h->mu);
-  h->gen++;
   return n;
 }
 
