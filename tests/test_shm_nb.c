@@ -22,6 +22,10 @@
  *   poll_*   the same moved on by redcoll_comm_progress from a loop that
  *            sleeps a millisecond between calls (the recipe for a poll loop
  *            without a descriptor).
+ *   hosts_tcp  info.hosts through the vtable on fake hosts B A B C A (rank
+ *            3 alone on its host, reaching every peer by TCP): 0 1 0 2 1 on
+ *            every rank, and the mixed requests above; NULL when every
+ *            rank is alone on its host.
  *   kill9_*  the last rank is killed (SIGKILL) 2 ms into a 16 MiB
  *            iallreduce with six more queued: every request of every
  *            survivor fails, within 10 s.
@@ -57,14 +61,23 @@ typedef struct shared {
   int n[16];     /* wrong elements, or failed requests */
   int fd[16];
   double t[16];
+  int nhosts[16];      /* -1: info.hosts NULL */
+  uint32_t hosts[16][16];
+  double local[16][2]; /* local_alpha, local_beta */
 } shared;
 
 enum { MODE_TEST, MODE_THREAD, MODE_POLL };
 
 /* ---- the worlds ------------------------------------------------------------- */
 
-enum { W_SHM, W_TCP_LOCAL, W_TCP_HOSTS };
+enum { W_SHM, W_TCP_LOCAL, W_TCP_HOSTS, W_TCP_SPREAD, W_TCP_ALONE };
 #define P 5
+/* The fake hosts of the TCP worlds W_TCP_HOSTS and after. */
+static const char *const fake[3][P] = {
+    {"A", "A", "B", "B", "B"},
+    {"B", "A", "B", "C", "A"}, /* rank 3 alone on its host */
+    {"A", "B", "C", "D", "E"}, /* every rank alone */
+};
 
 /* Runs fn on P ranks of world w; statuses[r] gets rank r's. */
 static int run_in(int w, redcoll_rank_main fn, void *arg, int *statuses) {
@@ -79,11 +92,10 @@ static int run_in(int w, redcoll_rank_main fn, void *arg, int *statuses) {
     return rc;
   }
 #ifdef REDCOLL_TEST_TCP
-  static const char *const two[P] = {"A", "A", "B", "B", "B"};
   tcp_run_opts o;
   memset(&o, 0, sizeof o);
   o.shm = 1;
-  for (int r = 0; r < P && w == W_TCP_HOSTS; r++) o.shm_hosts[r] = two[r];
+  for (int r = 0; r < P && w >= W_TCP_HOSTS; r++) o.shm_hosts[r] = fake[w - W_TCP_HOSTS][r];
   o.timeout_ms = 30000;
   o.deadline_s = 120;
   rc = tcp_run_opts_run(P, fn, arg, &o);
@@ -360,6 +372,54 @@ static void thread_tcp_hosts(void) { mixed_in(W_TCP_HOSTS, MODE_THREAD); }
 static void poll_shm(void) { mixed_in(W_SHM, MODE_POLL); }
 static void poll_tcp_hosts(void) { mixed_in(W_TCP_HOSTS, MODE_POLL); }
 
+/* ---- which ranks share a host ------------------------------------------------ */
+
+static int rank_hosts(redcoll_comm *c, void *arg) {
+  shared *sh = arg;
+  int me = redcoll_comm_rank(c);
+  redcoll_transport_info info;
+  memset(&info, 0, sizeof info);
+  int rc = c->ops->info(c->impl, &info);
+  sh->nhosts[me] = info.hosts == NULL ? -1 : P;
+  for (int r = 0; r < P && info.hosts != NULL; r++) sh->hosts[me][r] = info.hosts[r];
+  sh->local[me][0] = info.local_alpha;
+  sh->local[me][1] = info.local_beta;
+  /* Every path works, the lone rank's too (with every rank alone this is
+   * TCP alone, tested elsewhere). */
+  if (rc == REDCOLL_OK && info.hosts != NULL) rc = rank_mixed(c, arg);
+  return rc;
+}
+
+/* info.hosts through the vtable: hosts numbered in the order of their
+ * lowest ranks, the same array on every rank, also on rank 3 alone on
+ * its host (which reaches everybody by TCP); NULL when every rank is
+ * alone.  The local model is the shared-memory transport's. */
+static void hosts_tcp(void) {
+  if (!have(W_TCP_SPREAD)) return;
+  static const uint32_t want[P] = {0, 1, 0, 2, 1};
+  for (int w = W_TCP_SPREAD; w <= W_TCP_ALONE; w++) {
+    shared *sh = shared_new(sizeof *sh);
+    int st[P];
+    double t0 = now_s();
+    CHECK_INT(run_in(w, rank_hosts, sh, st), REDCOLL_OK);
+    printf("  %s: %.2f s\n", w == W_TCP_ALONE ? "every rank alone" : "rank 3 alone", now_s() - t0);
+    for (int r = 0; r < P; r++) {
+      CHECK_MSG(sh->n[r] == 0, "world %d rank %d: %d wrong elements", w, r, sh->n[r]);
+      if (w == W_TCP_ALONE) {
+        CHECK_MSG(sh->nhosts[r] == -1, "rank %d: hosts given with every rank alone", r);
+        continue;
+      }
+      CHECK_MSG(sh->nhosts[r] == P, "rank %d: no hosts", r);
+      for (int q = 0; q < P; q++)
+        CHECK_MSG(sh->hosts[r][q] == want[q], "rank %d: hosts[%d] = %u, not %u", r, q,
+                  sh->hosts[r][q], want[q]);
+      CHECK_MSG(sh->local[r][0] == 2e-6 && sh->local[r][1] == 1e-10, "rank %d: local %g %g", r,
+                sh->local[r][0], sh->local[r][1]);
+    }
+    munmap(sh, sizeof *sh);
+  }
+}
+
 /* ---- a rank killed mid-collective ------------------------------------------- */
 
 #define KILL_N 6
@@ -421,4 +481,4 @@ static void kill9_tcp_hosts(void) { kill9_in(W_TCP_HOSTS); }
 
 TEST_MAIN(TEST(raw_shm), TEST(raw_tcp_hosts), TEST(mixed_shm), TEST(mixed_tcp_local),
           TEST(mixed_tcp_hosts), TEST(thread_shm), TEST(thread_tcp_hosts), TEST(poll_shm),
-          TEST(poll_tcp_hosts), TEST(kill9_shm), TEST(kill9_tcp_hosts))
+          TEST(poll_tcp_hosts), TEST(hosts_tcp), TEST(kill9_shm), TEST(kill9_tcp_hosts))

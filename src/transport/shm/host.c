@@ -296,7 +296,9 @@ static void in_done(redcoll_transport_op *in, int status) {
     if (net) redcoll__shm_ops()->cancel(h->shm, channel, status);
     else h->net_ops->cancel(h->net, channel, status);
   }
-  if (filed) redcoll__shm_kick(h->shm); /* a progress waiting in shared memory */
+  /* A progress waiting in shared memory (none without it: in_done then
+   * runs inside the network's progress, which returns after it). */
+  if (filed && h->shm != NULL) redcoll__shm_kick(h->shm);
 }
 
 static int h_post(void *impl, const redcoll_transport_ctx *ctx, const redcoll_transport_msg *send,
@@ -361,7 +363,8 @@ static int h_post(void *impl, const redcoll_transport_ctx *ctx, const redcoll_tr
   }
   o->posting = 0;
   int over = o->left == 0;
-  if (h->waiting > 0 && !over) redcoll__shm_kick(h->shm); /* it may wait for the wrong one */
+  if (h->waiting > 0 && !over && h->shm != NULL)
+    redcoll__shm_kick(h->shm); /* it may wait for the wrong one */
   pthread_mutex_unlock(&h->mu);
   if (rc != REDCOLL_OK && !over) sops->cancel(h->shm, ctx->channel, rc);
   if (over) {
@@ -415,6 +418,16 @@ static void *pump_main(void *vp) {
 static int h_progress(void *impl, uint64_t until_ns) {
   host_impl *h = impl;
   pthread_mutex_lock(&h->mu);
+  if (h->shm == NULL) {
+    /* TCP alone (a rank alone on its host). */
+    h_deliver(h);
+    pthread_mutex_unlock(&h->mu);
+    int rc = h->net_ops->progress(h->net, until_ns);
+    pthread_mutex_lock(&h->mu);
+    h_deliver(h);
+    pthread_mutex_unlock(&h->mu);
+    return rc;
+  }
   uint64_t kick0 = redcoll__shm_kicks(h->shm);
   if (h_deliver(h) > 0) {
     pthread_mutex_unlock(&h->mu);
@@ -455,18 +468,15 @@ static int h_progress(void *impl, uint64_t until_ns) {
 }
 
 /* The network's model between hosts; within one, the shared-memory
- * transport's own (shm.c's info: 2 us and 10 GB/s, a hand-over through a
- * queue and one copy at memory bandwidth). */
+ * transport's own (REDCOLL__SHM_ALPHA and _BETA: 2 us and 10 GB/s), the
+ * same on every rank, also on one that reaches its host's ranks by TCP. */
 static int h_info(void *impl, redcoll_transport_info *info) {
   host_impl *h = impl;
   int rc = h->net_ops->info(h->net, info);
   info->caps = REDCOLL_TRANSPORT_CAP_CHANNELS | REDCOLL_TRANSPORT_CAP_THREADS;
   info->hosts = h->hosts;
-  redcoll_transport_info local;
-  memset(&local, 0, sizeof local);
-  redcoll__shm_ops()->info(h->shm, &local);
-  info->local_alpha = local.alpha;
-  info->local_beta = local.beta;
+  info->local_alpha = REDCOLL__SHM_ALPHA;
+  info->local_beta = REDCOLL__SHM_BETA;
   return rc;
 }
 
@@ -477,19 +487,19 @@ static uint64_t h_now(void *impl) {
 
 static void h_abort(void *impl, int status) {
   host_impl *h = impl;
-  redcoll__shm_ops()->abort(h->shm, status);
+  if (h->shm != NULL) redcoll__shm_ops()->abort(h->shm, status);
   if (h->net_ops->abort != NULL) h->net_ops->abort(h->net, status);
 }
 
 static void h_cancel(void *impl, uint64_t channel, int status) {
   host_impl *h = impl;
-  redcoll__shm_ops()->cancel(h->shm, channel, status);
+  if (h->shm != NULL) redcoll__shm_ops()->cancel(h->shm, channel, status);
   h->net_ops->cancel(h->net, channel, status);
 }
 
 static void h_close(void *impl, uint64_t channel) {
   host_impl *h = impl;
-  redcoll__shm_ops()->close(h->shm, channel);
+  if (h->shm != NULL) redcoll__shm_ops()->close(h->shm, channel);
   h->net_ops->close(h->net, channel);
 }
 
@@ -570,17 +580,30 @@ int redcoll__shm_host_split(const redcoll_transport_ops *ops, void *net, int ran
       if (r == rank) me = nlocal;
       nlocal++;
     }
-  if (nlocal < 2 || nlocal > REDCOLL_SHM_MAX_SIZE) {
-    if (nlocal > REDCOLL_SHM_MAX_SIZE)
-      redcoll__log(1, "tcp rank %d: %d ranks on this host, more than shared memory takes (%d): "
-                      "TCP between them", rank, nlocal, REDCOLL_SHM_MAX_SIZE);
+  uint32_t *hosts = number_hosts(ids, size);
+  if (hosts == NULL) {
+    free(ids);
+    return REDCOLL_ENOMEM;
+  }
+  if (hosts[size - 1] == (uint32_t)size - 1) {
+    /* Every rank alone on its host (the numbering is the identity): TCP
+     * alone, on every rank alike. */
+    free(hosts);
     free(ids);
     return REDCOLL__ENV_UNSET;
   }
+  /* Some ranks share a host: every rank makes this transport, so that all
+   * of them know the hosts (info), but a rank alone on its host, or on one
+   * with more ranks than shared memory takes, reaches every peer by TCP. */
+  int use_shm = nlocal >= 2 && nlocal <= REDCOLL_SHM_MAX_SIZE;
+  if (nlocal > REDCOLL_SHM_MAX_SIZE)
+    redcoll__log(1, "tcp rank %d: %d ranks on this host, more than shared memory takes (%d): "
+                    "TCP between them", rank, nlocal, REDCOLL_SHM_MAX_SIZE);
   rc = REDCOLL_ENOMEM;
   host_impl *h = calloc(1, sizeof *h);
   if (h == NULL || (h->local = malloc((size_t)size * sizeof *h->local)) == NULL) {
     free(h);
+    free(hosts);
     free(ids);
     return rc;
   }
@@ -591,12 +614,15 @@ int redcoll__shm_host_split(const redcoll_transport_ops *ops, void *net, int ran
   h->rank = rank;
   h->size = size;
   for (int r = 0, k = 0; r < size; r++)
-    h->local[r] = ids[2 * r] == ids[2 * rank] && ids[2 * r + 1] == ids[2 * rank + 1] ? k++ : -1;
-  h->hosts = number_hosts(ids, size);
+    h->local[r] = use_shm && ids[2 * r] == ids[2 * rank] && ids[2 * r + 1] == ids[2 * rank + 1]
+                      ? k++
+                      : -1;
+  h->hosts = hosts;
   free(ids);
-  if (h->hosts == NULL) {
-    h_free(h, 0);
-    return REDCOLL_ENOMEM;
+  if (!use_shm) {
+    rc = redcoll_comm_create(&host_ops, h, rank, size, out);
+    if (rc != REDCOLL_OK) h_free(h, 0);
+    return rc;
   }
   char name[96];
   snprintf(name, sizeof name, "/redcoll-%u-%016llx-%d", (unsigned)getuid(), (unsigned long long)job,

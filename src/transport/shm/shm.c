@@ -357,14 +357,13 @@ void redcoll__shm_kick(shm_impl *t) {
   if (t->ranks != NULL) redcoll__shm_bell_ring(&t->ranks[t->rank].bell);
 }
 
-/* A hand-over through a queue costs about a microsecond; one copy at
- * memory bandwidth. */
+/* REDCOLL__SHM_ALPHA and _BETA (shm_int.h). */
 static int sh_info(void *impl, redcoll_transport_info *info) {
   shm_impl *t = impl;
   strcpy(info->name, "shm");
   info->caps = REDCOLL_TRANSPORT_CAP_CHANNELS | REDCOLL_TRANSPORT_CAP_THREADS;
-  info->alpha = 2e-6;
-  info->beta = 1e-10;
+  info->alpha = REDCOLL__SHM_ALPHA;
+  info->beta = REDCOLL__SHM_BETA;
   info->gamma = 2.5e-10;
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   if (cpus > 0 && t->size > cpus) info->ranks_per_cpu = (double)t->size / (double)cpus;
