@@ -1,8 +1,9 @@
 /*
  * Overlap of a nonblocking allreduce with the program's own computation,
- * over TCP under redcoll-run:
+ * over TCP under redcoll-run (ranks of one host through shared memory;
+ * REDCOLL_SHM=0 for loopback TCP):
  *
- *   REDCOLL_SHM=0 redcoll-run -n 2 --no-prefix build/bench/bench_overlap [--bytes 8M] [--iters 15]
+ *   redcoll-run -n 2 --no-prefix build/bench/bench_overlap [--bytes 8M] [--iters 15]
  *
  * Per iteration, all ranks together (a barrier in between):
  *   coll     redcoll_iallreduce of --bytes float32, then redcoll_wait;
@@ -112,8 +113,7 @@ int main(int argc, char **argv) {
     redcoll_barrier(c);
     if (rc == REDCOLL_OK) rc = redcoll_comm_set_progress_thread(c, 1);
     if (rc == REDCOLL_ENOTSUP && rank == 0)
-      fprintf(stderr, "bench_overlap: this transport has no progress thread (ranks of one host "
-                      "over shared memory run nonblocking collectives at once: REDCOLL_SHM=0)\n");
+      fprintf(stderr, "bench_overlap: this transport has no progress thread\n");
     t0 = now_us();
     if (rc == REDCOLL_OK) rc = redcoll_iallreduce(c, in, out, n, REDCOLL_FLOAT32, REDCOLL_SUM, &req);
     compute(np);

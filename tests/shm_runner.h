@@ -41,11 +41,16 @@ typedef struct shm_run_opts {
   double deadline_s;     /* the parent's deadline; 0: 120 s */
   int start_delay_ms[64];
   /* If signal_rank >= 0: the parent sends signal_no to that rank
-   * signal_after_ms after starting the ranks (SIGKILL, SIGSTOP; a stopped
+   * signal_after_ms after starting the ranks, and not before *signal_gate
+   * (in memory shared with the ranks; NULL: no gate) has reached
+   * signal_gate_min (SIGKILL, SIGSTOP; a stopped
    * rank is killed once the others have ended). */
   int signal_rank;
   int signal_no;
   int signal_after_ms;
+  const int *signal_gate;
+  int signal_gate_min;
+  double signal_at_s;    /* out: seconds from start to the signal */
   double took_s[64];     /* out: seconds from start to each rank's exit */
   int statuses[64];      /* out: every rank's status (first 64 ranks) */
 } shm_run_opts;
@@ -145,8 +150,11 @@ static int shm_run_opts_run(int p, redcoll_rank_main fn, void *arg, shm_run_opts
   double deadline = start + (o->deadline_s > 0 ? o->deadline_s : 120.0);
   int left = p, signalled = o->signal_rank < 0;
   while (left > 0) {
-    if (!signalled && shm_run__now() >= start + o->signal_after_ms / 1000.0) {
+    if (!signalled && shm_run__now() >= start + o->signal_after_ms / 1000.0 &&
+        (o->signal_gate == NULL ||
+         __atomic_load_n(o->signal_gate, __ATOMIC_ACQUIRE) >= o->signal_gate_min)) {
       kill(pids[o->signal_rank], o->signal_no);
+      o->signal_at_s = shm_run__now() - start;
       signalled = 1;
     }
     /* A stopped rank is released once all the others have ended. */

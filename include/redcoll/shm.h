@@ -43,6 +43,12 @@
  *
  * Communicators.  dup, split and create_group work (channels); calls on
  * different communicators may come from different threads at once.
+ *
+ * Nonblocking collectives (redcoll_iallreduce, ...) post their exchanges
+ * and move on inside redcoll_test, redcoll_wait, redcoll_comm_progress and
+ * the progress thread (redcoll_comm_set_progress_thread), here and on TCP
+ * with its shared-memory path.  redcoll_comm_fd is -1 on both: a waiting
+ * rank sleeps on a futex, which poll cannot watch (docs/embedding.md).
  */
 #ifndef REDCOLL_SHM_H
 #define REDCOLL_SHM_H

@@ -52,11 +52,13 @@ int redcoll__comm_endpoint(const redcoll_comm *c, const redcoll_transport_ops **
 /* ---- the shared-memory path of a network transport (shm/host.c) ---------- */
 
 /* For a transport whose ranks may share hosts (TCP): learns which ranks
- * share this one (an allgather over ops on a channel group of its own),
- * and if some do, creates in *out a communicator over a transport that
- * reaches those through shared memory and the others through ops.
- * Returns REDCOLL__ENV_UNSET when there is no such path (REDCOLL_SHM=0, no
- * other rank here, one rank): the caller makes its plain communicator;
+ * share which host (an allgather over ops on a channel group of its own),
+ * and if any two do, creates in *out, on every rank, a communicator over a
+ * transport that reaches the ranks of this host through shared memory (if
+ * it has any) and the others through ops, and tells the core the hosts.
+ * Returns REDCOLL__ENV_UNSET when there is no such path (REDCOLL_SHM=0,
+ * every rank alone on its host, one rank): the caller makes its plain
+ * communicator;
  * REDCOLL_OK (the new transport owns impl from then on); or an error
  * (impl is still the caller's).  Linux only (REDCOLL_HAVE_SHM). */
 int redcoll__shm_host_split(const redcoll_transport_ops *ops, void *impl, int rank, int size,

@@ -60,6 +60,16 @@ typedef struct host_impl {
   int *world; /* the other way: index -> rank */
   pthread_mutex_t mu;
   host_helper *idle, *all;
+  uint32_t *hosts; /* rank -> its host's index (info) */
+  /* Posted exchanges (under mu): the halves outstanding on each inner
+   * transport, those over and not yet delivered, and the pump. */
+  int n_shm, n_net;
+  struct host_pop *fin, *fin_tail;
+  int waiting;     /* threads in progress */
+  pthread_t pump;
+  pthread_cond_t pump_cv;
+  int pump_made, pump_on, pump_quit;
+  uint64_t pump_until;
 } host_impl;
 
 static const redcoll_transport_ops host_ops;
@@ -112,6 +122,21 @@ static int gather_ids(const redcoll_transport_ops *ops, void *net, int rank, int
   }
   ops->close(net, HOST_CHANNEL);
   return rc;
+}
+
+/* The host index of every rank (ids as gather_ids fills them): hosts
+ * numbered from 0 in the order of their lowest ranks; NULL if memory is
+ * short. */
+static uint32_t *number_hosts(const uint64_t *ids, int size) {
+  uint32_t *hosts = malloc((size_t)size * sizeof *hosts);
+  if (hosts == NULL) return NULL;
+  uint32_t n = 0;
+  for (int r = 0; r < size; r++) {
+    int first = 0;
+    while (ids[2 * first] != ids[2 * r] || ids[2 * first + 1] != ids[2 * r + 1]) first++;
+    hosts[r] = first == r ? n++ : hosts[first];
+  }
+  return hosts;
 }
 
 /* ---- helpers for exchanges with a half of each kind ---- */
@@ -220,10 +245,238 @@ static int h_exchange(void *impl, const redcoll_transport_ctx *ctx, const redcol
   return worse(rc, rs);
 }
 
+/* ---- posted exchanges (version 4) ----
+ *
+ * post hands each half to the transport of its peer as an op of its own
+ * (in[0] on shared memory, in[1] on the network); the inner done of the
+ * last half to finish files the exchange in h->fin (or, inside post, lets
+ * post call done), and that of a half that failed cancels the channel
+ * group on the other transport, as exchange does.  progress runs the inner
+ * progress of whichever transport has halves outstanding; with both, the
+ * network's runs on the pump thread in slices of PUMP_NS while this thread
+ * waits in the shared memory's, which the pump's finished halves kick
+ * awake.  done is called only by progress, on the thread that called it,
+ * or inside post. */
+
+#define PUMP_NS 2000000u
+
+typedef struct host_pop {
+  struct host_pop *next;
+  host_impl *h;
+  redcoll_transport_op *op;
+  redcoll_transport_op in[2];
+  int left;    /* halves not finished */
+  int posting; /* post has not finished its work on it */
+  int status;
+  uint64_t channel;
+} host_pop;
+
+static int worse(int a, int b);
+static uint64_t h_now(void *impl);
+
+static void in_done(redcoll_transport_op *in, int status) {
+  host_pop *o = in->user;
+  host_impl *h = o->h;
+  int net = in == &o->in[1];
+  pthread_mutex_lock(&h->mu);
+  if (net) h->n_net--;
+  else h->n_shm--;
+  int first_fail = status != REDCOLL_OK && o->status == REDCOLL_OK;
+  o->status = worse(o->status, status);
+  int last = --o->left == 0, filed = last && !o->posting;
+  if (filed) {
+    if (h->fin_tail != NULL) h->fin_tail->next = o;
+    else h->fin = o;
+    h->fin_tail = o;
+  }
+  uint64_t channel = o->channel;
+  pthread_mutex_unlock(&h->mu);
+  /* o may be delivered and freed by another thread from here on. */
+  if (first_fail && !last) {
+    if (net) redcoll__shm_ops()->cancel(h->shm, channel, status);
+    else h->net_ops->cancel(h->net, channel, status);
+  }
+  /* A progress waiting in shared memory (none without it: in_done then
+   * runs inside the network's progress, which returns after it). */
+  if (filed && h->shm != NULL) redcoll__shm_kick(h->shm);
+}
+
+static int h_post(void *impl, const redcoll_transport_ctx *ctx, const redcoll_transport_msg *send,
+                  const redcoll_transport_msg *recv, redcoll_transport_op *op) {
+  host_impl *h = impl;
+  const redcoll_transport_ops *sops = redcoll__shm_ops();
+  if ((send == NULL && recv == NULL) || op == NULL || op->done == NULL ||
+      (send != NULL && (send->peer < 0 || send->peer >= h->size)) ||
+      (recv != NULL && (recv->peer < 0 || recv->peer >= h->size)))
+    return REDCOLL_EINVAL;
+  int sl = send != NULL && h->local[send->peer] >= 0, rl = recv != NULL && h->local[recv->peer] >= 0;
+  redcoll_transport_msg ls, lr;
+  if (sl) {
+    ls = *send;
+    ls.peer = h->local[send->peer];
+  }
+  if (rl) {
+    lr = *recv;
+    lr.peer = h->local[recv->peer];
+  }
+  /* The shared-memory half and the network half (NULL, NULL: none). */
+  const redcoll_transport_msg *hs[2][2] = {{sl ? &ls : NULL, rl ? &lr : NULL},
+                                           {sl ? NULL : send, rl ? NULL : recv}};
+  host_pop *o = calloc(1, sizeof *o);
+  if (o == NULL) return REDCOLL_ENOMEM;
+  o->h = h;
+  o->op = op;
+  o->channel = ctx->channel;
+  o->posting = 1;
+  for (int k = 0; k < 2; k++)
+    if (hs[k][0] != NULL || hs[k][1] != NULL) o->left++;
+  int posted = 0, rc = REDCOLL_OK;
+  for (int k = 0; k < 2 && rc == REDCOLL_OK; k++) {
+    if (hs[k][0] == NULL && hs[k][1] == NULL) continue;
+    o->in[k].done = in_done;
+    o->in[k].user = o;
+    pthread_mutex_lock(&h->mu);
+    if (k == 0) h->n_shm++;
+    else h->n_net++;
+    pthread_mutex_unlock(&h->mu);
+    rc = k == 0 ? sops->post(h->shm, ctx, hs[k][0], hs[k][1], &o->in[k])
+                : h->net_ops->post(h->net, ctx, hs[k][0], hs[k][1], &o->in[k]);
+    if (rc == REDCOLL_OK) {
+      posted++;
+      continue;
+    }
+    pthread_mutex_lock(&h->mu);
+    if (k == 0) h->n_shm--;
+    else h->n_net--;
+    pthread_mutex_unlock(&h->mu);
+  }
+  if (rc != REDCOLL_OK && posted == 0) {
+    free(o);
+    return rc;
+  }
+  pthread_mutex_lock(&h->mu);
+  if (rc != REDCOLL_OK) {
+    /* The network half could not start: the exchange fails once the
+     * shared-memory half, cancelled, has ended. */
+    o->status = worse(o->status, rc);
+    o->left--;
+  }
+  o->posting = 0;
+  int over = o->left == 0;
+  if (h->waiting > 0 && !over && h->shm != NULL)
+    redcoll__shm_kick(h->shm); /* it may wait for the wrong one */
+  pthread_mutex_unlock(&h->mu);
+  if (rc != REDCOLL_OK && !over) sops->cancel(h->shm, ctx->channel, rc);
+  if (over) {
+    int status = o->status;
+    free(o);
+    op->done(op, status);
+  }
+  return REDCOLL_OK;
+}
+
+/* Calls done for the exchanges over (h->mu held, released meanwhile);
+ * how many. */
+static int h_deliver(host_impl *h) {
+  host_pop *o = h->fin;
+  if (o == NULL) return 0;
+  h->fin = h->fin_tail = NULL;
+  pthread_mutex_unlock(&h->mu);
+  int n = 0;
+  while (o != NULL) {
+    host_pop *next = o->next;
+    redcoll_transport_op *op = o->op;
+    int status = o->status;
+    free(o);
+    op->done(op, status);
+    n++;
+    o = next;
+  }
+  pthread_mutex_lock(&h->mu);
+  return n;
+}
+
+/* The pump: the network's progress while a thread waits in shared
+ * memory's. */
+static void *pump_main(void *vp) {
+  host_impl *h = vp;
+  pthread_mutex_lock(&h->mu);
+  for (;;) {
+    while (!h->pump_on && !h->pump_quit) pthread_cond_wait(&h->pump_cv, &h->mu);
+    if (h->pump_quit) break;
+    uint64_t until = h->pump_until, now = h_now(h);
+    pthread_mutex_unlock(&h->mu);
+    if (until > now + PUMP_NS) until = now + PUMP_NS;
+    (void)h->net_ops->progress(h->net, until);
+    pthread_mutex_lock(&h->mu);
+    if (h_now(h) >= h->pump_until) h->pump_on = 0;
+  }
+  pthread_mutex_unlock(&h->mu);
+  return NULL;
+}
+
+static int h_progress(void *impl, uint64_t until_ns) {
+  host_impl *h = impl;
+  pthread_mutex_lock(&h->mu);
+  if (h->shm == NULL) {
+    /* TCP alone (a rank alone on its host). */
+    h_deliver(h);
+    pthread_mutex_unlock(&h->mu);
+    int rc = h->net_ops->progress(h->net, until_ns);
+    pthread_mutex_lock(&h->mu);
+    h_deliver(h);
+    pthread_mutex_unlock(&h->mu);
+    return rc;
+  }
+  uint64_t kick0 = redcoll__shm_kicks(h->shm);
+  if (h_deliver(h) > 0) {
+    pthread_mutex_unlock(&h->mu);
+    return REDCOLL_OK;
+  }
+  int ns = h->n_shm, nn = h->n_net, rc = REDCOLL_OK;
+  int pump = until_ns != 0 && ns > 0 && nn > 0;
+  if (pump && !h->pump_made) {
+    h->pump_made = pthread_create(&h->pump, NULL, pump_main, h) == 0;
+    pump = h->pump_made;
+  }
+  if (pump) {
+    if (!h->pump_on || until_ns > h->pump_until) h->pump_until = until_ns;
+    h->pump_on = 1;
+    pthread_cond_signal(&h->pump_cv);
+  }
+  h->waiting++;
+  pthread_mutex_unlock(&h->mu);
+  if (until_ns == 0 || (nn > 0 && ns > 0 && !pump)) {
+    /* A pass of each (or, without a pump, short turns of each). */
+    uint64_t turn = until_ns == 0 ? 0 : h_now(h) + REDCOLL__SHM_LIVE_NS / 5;
+    if (turn > until_ns) turn = until_ns;
+    (void)redcoll__shm_progress_since(h->shm, 0, kick0);
+    rc = h->net_ops->progress(h->net, turn);
+  } else if (nn > 0 && ns == 0) {
+    rc = h->net_ops->progress(h->net, until_ns);
+  } else {
+    /* Shared memory only, both with the pump, or nothing yet (a post
+     * kicks it). */
+    (void)redcoll__shm_progress_since(h->shm, until_ns, kick0);
+  }
+  pthread_mutex_lock(&h->mu);
+  h->waiting--;
+  if (pump && h->waiting == 0) h->pump_on = 0;
+  h_deliver(h);
+  pthread_mutex_unlock(&h->mu);
+  return rc;
+}
+
+/* The network's model between hosts; within one, the shared-memory
+ * transport's own (REDCOLL__SHM_ALPHA and _BETA: 2 us and 10 GB/s), the
+ * same on every rank, also on one that reaches its host's ranks by TCP. */
 static int h_info(void *impl, redcoll_transport_info *info) {
   host_impl *h = impl;
   int rc = h->net_ops->info(h->net, info);
   info->caps = REDCOLL_TRANSPORT_CAP_CHANNELS | REDCOLL_TRANSPORT_CAP_THREADS;
+  info->hosts = h->hosts;
+  info->local_alpha = REDCOLL__SHM_ALPHA;
+  info->local_beta = REDCOLL__SHM_BETA;
   return rc;
 }
 
@@ -234,24 +487,37 @@ static uint64_t h_now(void *impl) {
 
 static void h_abort(void *impl, int status) {
   host_impl *h = impl;
-  redcoll__shm_ops()->abort(h->shm, status);
+  if (h->shm != NULL) redcoll__shm_ops()->abort(h->shm, status);
   if (h->net_ops->abort != NULL) h->net_ops->abort(h->net, status);
 }
 
 static void h_cancel(void *impl, uint64_t channel, int status) {
   host_impl *h = impl;
-  redcoll__shm_ops()->cancel(h->shm, channel, status);
+  if (h->shm != NULL) redcoll__shm_ops()->cancel(h->shm, channel, status);
   h->net_ops->cancel(h->net, channel, status);
 }
 
 static void h_close(void *impl, uint64_t channel) {
   host_impl *h = impl;
-  redcoll__shm_ops()->close(h->shm, channel);
+  if (h->shm != NULL) redcoll__shm_ops()->close(h->shm, channel);
   h->net_ops->close(h->net, channel);
 }
 
 /* Frees h and its shared-memory transport, and the network one if net. */
 static void h_free(host_impl *h, int net) {
+  if (h->pump_made) {
+    pthread_mutex_lock(&h->mu);
+    h->pump_quit = 1;
+    pthread_cond_signal(&h->pump_cv);
+    pthread_mutex_unlock(&h->mu);
+    pthread_join(h->pump, NULL);
+  }
+  /* The core destroys a transport only when none of its ops is posted. */
+  while (h->fin != NULL) {
+    host_pop *o = h->fin;
+    h->fin = o->next;
+    free(o);
+  }
   for (host_helper *w = h->all, *next; w != NULL; w = next) {
     next = w->next_all;
     pthread_mutex_lock(&w->mu);
@@ -265,7 +531,9 @@ static void h_free(host_impl *h, int net) {
   }
   if (h->shm != NULL) redcoll__shm_ops()->destroy(h->shm);
   if (net) h->net_ops->destroy(h->net);
+  pthread_cond_destroy(&h->pump_cv);
   pthread_mutex_destroy(&h->mu);
+  free(h->hosts);
   free(h->local);
   free(h->world);
   free(h);
@@ -284,6 +552,9 @@ static const redcoll_transport_ops host_ops = {
     .exchange = h_exchange,
     .cancel = h_cancel,
     .close = h_close,
+    .post = h_post,
+    .progress = h_progress,
+    .fd = NULL, /* the shared-memory half has none (docs/embedding.md) */
 };
 
 /* ---- construction ---- */
@@ -309,28 +580,50 @@ int redcoll__shm_host_split(const redcoll_transport_ops *ops, void *net, int ran
       if (r == rank) me = nlocal;
       nlocal++;
     }
-  if (nlocal < 2 || nlocal > REDCOLL_SHM_MAX_SIZE) {
-    if (nlocal > REDCOLL_SHM_MAX_SIZE)
-      redcoll__log(1, "tcp rank %d: %d ranks on this host, more than shared memory takes (%d): "
-                      "TCP between them", rank, nlocal, REDCOLL_SHM_MAX_SIZE);
+  uint32_t *hosts = number_hosts(ids, size);
+  if (hosts == NULL) {
+    free(ids);
+    return REDCOLL_ENOMEM;
+  }
+  if (hosts[size - 1] == (uint32_t)size - 1) {
+    /* Every rank alone on its host (the numbering is the identity): TCP
+     * alone, on every rank alike. */
+    free(hosts);
     free(ids);
     return REDCOLL__ENV_UNSET;
   }
+  /* Some ranks share a host: every rank makes this transport, so that all
+   * of them know the hosts (info), but a rank alone on its host, or on one
+   * with more ranks than shared memory takes, reaches every peer by TCP. */
+  int use_shm = nlocal >= 2 && nlocal <= REDCOLL_SHM_MAX_SIZE;
+  if (nlocal > REDCOLL_SHM_MAX_SIZE)
+    redcoll__log(1, "tcp rank %d: %d ranks on this host, more than shared memory takes (%d): "
+                    "TCP between them", rank, nlocal, REDCOLL_SHM_MAX_SIZE);
   rc = REDCOLL_ENOMEM;
   host_impl *h = calloc(1, sizeof *h);
   if (h == NULL || (h->local = malloc((size_t)size * sizeof *h->local)) == NULL) {
     free(h);
+    free(hosts);
     free(ids);
     return rc;
   }
   pthread_mutex_init(&h->mu, NULL);
+  pthread_cond_init(&h->pump_cv, NULL);
   h->net_ops = ops;
   h->net = net;
   h->rank = rank;
   h->size = size;
   for (int r = 0, k = 0; r < size; r++)
-    h->local[r] = ids[2 * r] == ids[2 * rank] && ids[2 * r + 1] == ids[2 * rank + 1] ? k++ : -1;
+    h->local[r] = use_shm && ids[2 * r] == ids[2 * rank] && ids[2 * r + 1] == ids[2 * rank + 1]
+                      ? k++
+                      : -1;
+  h->hosts = hosts;
   free(ids);
+  if (!use_shm) {
+    rc = redcoll_comm_create(&host_ops, h, rank, size, out);
+    if (rc != REDCOLL_OK) h_free(h, 0);
+    return rc;
+  }
   char name[96];
   snprintf(name, sizeof name, "/redcoll-%u-%016llx-%d", (unsigned)getuid(), (unsigned long long)job,
            first);

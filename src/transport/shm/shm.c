@@ -7,6 +7,7 @@
  * mutex for every pass and drop it while they wait, so whichever thread
  * runs a pass moves the others' frames too and rings the bell for them. */
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -71,34 +72,17 @@ static void log_doomed(shm_impl *t, const shm_op *op) {
                op->is_send ? "sending to" : "receiving from", REDCOLL__SHM_WR(t, s), REDCOLL__SHM_WR(t, s), why);
 }
 
-static int sh_exchange(void *impl, const redcoll_transport_ctx *ctx,
-                       const redcoll_transport_msg *send, const redcoll_transport_msg *recv) {
-  shm_impl *t = impl;
+/* Checks the halves of one call and fills ops from them; REDCOLL_EINVAL
+ * for a bad one. */
+static int halves(shm_impl *t, const redcoll_transport_ctx *ctx, const redcoll_transport_msg *send,
+                  const redcoll_transport_msg *recv, shm_op ops[2], shm_op **so, shm_op **ro) {
   const redcoll_transport_msg *m[2] = {send, recv};
   if (send == NULL && recv == NULL) return REDCOLL_EINVAL;
   for (int i = 0; i < 2; i++)
     if (m[i] != NULL && (m[i]->peer < 0 || m[i]->peer >= t->size || m[i]->peer == t->rank ||
                          (m[i]->buf == NULL && m[i]->len != 0)))
       return REDCOLL_EINVAL;
-  uint64_t start = redcoll__shm_now();
-  uint64_t deadline = t->timeout_ns == UINT64_MAX || start + t->timeout_ns < start
-                          ? UINT64_MAX
-                          : start + t->timeout_ns;
-  int by_coll = 0;
-  if (ctx->deadline_ns < deadline) {
-    deadline = ctx->deadline_ns;
-    by_coll = 1;
-  }
-  shm_op ops[2];
-  memset(ops, 0, sizeof ops);
-  shm_op *so = send != NULL ? &ops[0] : NULL, *ro = recv != NULL ? &ops[1] : NULL;
-
-  pthread_mutex_lock(&t->mu);
-  int rc = stopped(t, ctx->channel);
-  if (rc != REDCOLL_OK) {
-    pthread_mutex_unlock(&t->mu);
-    return rc;
-  }
+  memset(ops, 0, 2 * sizeof *ops);
   for (int i = 0; i < 2; i++) {
     if (m[i] == NULL) continue;
     shm_op *op = &ops[i];
@@ -110,60 +94,114 @@ static int sh_exchange(void *impl, const redcoll_transport_ctx *ctx,
     op->len = m[i]->len;
     op->slot = -1;
   }
-  if (so != NULL) {
-    so->kind = so->len > REDCOLL__SHM_CMA_MIN && t->peers[so->peer].peer_cma ? FRAME_CMA
-                                                                             : FRAME_INLINE;
-    redcoll__shm_post_send(t, so);
-  }
-  if (ro != NULL) redcoll__shm_post_recv(t, ro);
+  *so = send != NULL ? &ops[0] : NULL;
+  *ro = recv != NULL ? &ops[1] : NULL;
+  if (*so != NULL)
+    (*so)->kind = (*so)->len > REDCOLL__SHM_CMA_MIN && t->peers[(*so)->peer].peer_cma ? FRAME_CMA
+                                                                                     : FRAME_INLINE;
+  return REDCOLL_OK;
+}
 
-  redcoll__shm_bell *bell = &t->ranks[t->rank].bell;
-  t->callers++;
-  int fail = REDCOLL_OK;
+/* Puts the halves on their lists (mutex held). */
+static void start(shm_impl *t, shm_op *so, shm_op *ro) {
+  if (so != NULL) redcoll__shm_post_send(t, so);
+  if (ro != NULL) redcoll__shm_post_recv(t, ro);
+}
+
+/* The end of a call started now: the wait bound or the collective's
+ * deadline, whichever comes first (*by_coll: the deadline). */
+static uint64_t call_deadline(const shm_impl *t, const redcoll_transport_ctx *ctx, int *by_coll) {
+  uint64_t start = redcoll__shm_now();
+  uint64_t deadline = t->timeout_ns == UINT64_MAX || start + t->timeout_ns < start
+                          ? UINT64_MAX
+                          : start + t->timeout_ns;
+  *by_coll = 0;
+  if (ctx->deadline_ns < deadline) {
+    deadline = ctx->deadline_ns;
+    *by_coll = 1;
+  }
+  return deadline;
+}
+
+/* Looks at the halves so and ro of one call on channel after a pass: 1
+ * with *status once the call is over (a half that failed withdraws the
+ * other), 0 while a half still waits.  Mutex held. */
+static int settle(shm_impl *t, shm_op *so, shm_op *ro, uint64_t channel, uint64_t now,
+                  uint64_t deadline, int by_coll, int *status) {
+  int fail = REDCOLL_OK, pending = 0;
   shm_op *cause = NULL;
-  for (;;) {
-    uint32_t seen = redcoll__shm_bell_read(bell);
-    /* What this pass moved may be other threads' operations: wake them. */
-    if (redcoll__shm_progress(t) && t->callers > 1) redcoll__shm_bell_ring(bell);
-    uint64_t now = redcoll__shm_now();
-    check_live(t, now);
-    if (so != NULL) redcoll__shm_check_ack(t, so);
-    int pending = 0;
-    for (int i = 0; i < 2 && fail == REDCOLL_OK; i++) {
-      shm_op *op = i == 0 ? so : ro;
-      if (op == NULL) continue;
-      if (op->done) {
-        if (op->status != REDCOLL_OK) {
-          /* An abort or a cancel comes before a peer that left after it. */
-          fail = op->status == REDCOLL_ETRANSPORT && stopped(t, ctx->channel) != REDCOLL_OK
-                     ? REDCOLL_EABORTED
-                     : op->status;
-          cause = op;
-        }
-        continue;
-      }
-      pending = 1;
-      int why = stopped(t, ctx->channel);
-      if (why == REDCOLL_OK && (why = redcoll__shm_op_doomed(t, op)) != REDCOLL_OK) log_doomed(t, op);
-      if (why == REDCOLL_OK && now >= deadline) {
-        why = REDCOLL_ETIMEDOUT;
-        log_timeout(t, so, ro, by_coll);
-      }
-      if (why != REDCOLL_OK) {
-        redcoll__shm_abandon(t, op, why);
-        fail = why;
+  if (so != NULL) redcoll__shm_check_ack(t, so);
+  for (int i = 0; i < 2 && fail == REDCOLL_OK; i++) {
+    shm_op *op = i == 0 ? so : ro;
+    if (op == NULL) continue;
+    if (op->done) {
+      if (op->status != REDCOLL_OK) {
+        /* An abort or a cancel comes before a peer that left after it. */
+        fail = op->status == REDCOLL_ETRANSPORT && stopped(t, channel) != REDCOLL_OK
+                   ? REDCOLL_EABORTED
+                   : op->status;
         cause = op;
       }
+      continue;
     }
-    if (fail != REDCOLL_OK) {
-      /* The other half is withdrawn too. */
-      for (int i = 0; i < 2; i++) {
-        shm_op *op = i == 0 ? so : ro;
-        if (op != NULL && op != cause) redcoll__shm_abandon(t, op, fail);
-      }
-      break;
+    pending = 1;
+    int why = stopped(t, channel);
+    if (why == REDCOLL_OK && (why = redcoll__shm_op_doomed(t, op)) != REDCOLL_OK) log_doomed(t, op);
+    if (why == REDCOLL_OK && now >= deadline) {
+      why = REDCOLL_ETIMEDOUT;
+      log_timeout(t, so, ro, by_coll);
     }
-    if (!pending) break;
+    if (why != REDCOLL_OK) {
+      redcoll__shm_abandon(t, op, why);
+      fail = why;
+      cause = op;
+    }
+  }
+  if (fail != REDCOLL_OK) {
+    /* The other half is withdrawn too. */
+    for (int i = 0; i < 2; i++) {
+      shm_op *op = i == 0 ? so : ro;
+      if (op != NULL && op != cause) redcoll__shm_abandon(t, op, fail);
+    }
+    *status = fail;
+    return 1;
+  }
+  *status = REDCOLL_OK;
+  return !pending;
+}
+
+/* One pass of the progress engine (mutex held): what it moved may be
+ * other threads' operations, so they are woken. */
+static int pass(shm_impl *t, redcoll__shm_bell *bell) {
+  int moved = redcoll__shm_progress(t);
+  if (moved && t->callers > 1) redcoll__shm_bell_ring(bell);
+  return moved;
+}
+
+static int sh_exchange(void *impl, const redcoll_transport_ctx *ctx,
+                       const redcoll_transport_msg *send, const redcoll_transport_msg *recv) {
+  shm_impl *t = impl;
+  shm_op ops[2], *so, *ro;
+  int rc = halves(t, ctx, send, recv, ops, &so, &ro);
+  if (rc != REDCOLL_OK) return rc;
+  int by_coll;
+  uint64_t deadline = call_deadline(t, ctx, &by_coll);
+
+  pthread_mutex_lock(&t->mu);
+  rc = stopped(t, ctx->channel);
+  if (rc != REDCOLL_OK) {
+    pthread_mutex_unlock(&t->mu);
+    return rc;
+  }
+  start(t, so, ro);
+  redcoll__shm_bell *bell = &t->ranks[t->rank].bell;
+  t->callers++;
+  for (;;) {
+    uint32_t seen = redcoll__shm_bell_read(bell);
+    pass(t, bell);
+    uint64_t now = redcoll__shm_now();
+    check_live(t, now);
+    if (settle(t, so, ro, ctx->channel, now, deadline, by_coll, &rc)) break;
     pthread_mutex_unlock(&t->mu);
     uint64_t until = now + REDCOLL__SHM_LIVE_NS;
     if (until > deadline) until = deadline;
@@ -172,17 +210,160 @@ static int sh_exchange(void *impl, const redcoll_transport_ctx *ctx,
   }
   t->callers--;
   pthread_mutex_unlock(&t->mu);
-  return fail;
+  return rc;
 }
 
-/* A hand-over through a queue costs about a microsecond; one copy at
- * memory bandwidth. */
+/* ---- posted exchanges (version 4) ----
+ *
+ * post puts the halves on the same lists as exchange does, runs one pass
+ * and files the exchange in t->pend unless it is over already (then its
+ * done comes before post returns).  progress runs passes as exchange's
+ * wait does, moves the exchanges that are over (done, failed, stopped, past
+ * their deadline) off t->pend and calls their done with the mutex
+ * released, so that done may post, cancel and abort.  A thread in exchange
+ * or progress whose pass moved others' frames rings this rank's bell,
+ * which wakes the threads in progress; one that called done bumps t->gen,
+ * after which the others in progress return (the requests they wait for
+ * may be among those). */
+
+typedef struct shm_pop {
+  struct shm_pop *next;
+  redcoll_transport_op *op;
+  shm_op ops[2];
+  shm_op *so, *ro;
+  uint64_t channel, deadline;
+  int by_coll, status;
+} shm_pop;
+
+static int sh_post(void *impl, const redcoll_transport_ctx *ctx, const redcoll_transport_msg *send,
+                   const redcoll_transport_msg *recv, redcoll_transport_op *op) {
+  shm_impl *t = impl;
+  if (op == NULL || op->done == NULL) return REDCOLL_EINVAL;
+  shm_pop *o = calloc(1, sizeof *o);
+  if (o == NULL) return REDCOLL_ENOMEM;
+  int rc = halves(t, ctx, send, recv, o->ops, &o->so, &o->ro);
+  if (rc != REDCOLL_OK) {
+    free(o);
+    return rc;
+  }
+  o->op = op;
+  o->channel = ctx->channel;
+  o->deadline = call_deadline(t, ctx, &o->by_coll);
+  pthread_mutex_lock(&t->mu);
+  rc = stopped(t, ctx->channel);
+  if (rc != REDCOLL_OK) {
+    pthread_mutex_unlock(&t->mu);
+    free(o);
+    return rc;
+  }
+  start(t, o->so, o->ro);
+  redcoll__shm_bell *bell = &t->ranks[t->rank].bell;
+  /* The pass may have moved the frames of threads waiting here. */
+  if (redcoll__shm_progress(t) && t->callers > 0) redcoll__shm_bell_ring(bell);
+  int status;
+  if (settle(t, o->so, o->ro, o->channel, redcoll__shm_now(), o->deadline, o->by_coll, &status)) {
+    /* Over at once (a send that fit in the queue, a message kept): done
+     * now, so that the collective goes on without waiting for progress. */
+    pthread_mutex_unlock(&t->mu);
+    free(o);
+    op->done(op, status);
+    return REDCOLL_OK;
+  }
+  if (t->pend_tail != NULL) t->pend_tail->next = o;
+  else t->pend = o;
+  t->pend_tail = o;
+  pthread_mutex_unlock(&t->mu);
+  return REDCOLL_OK;
+}
+
+/* Moves the posted exchanges that are over from t->pend to a list it
+ * returns; *next gets the earliest deadline of those left. */
+static shm_pop *reap(shm_impl *t, uint64_t now, uint64_t *next) {
+  shm_pop *fin = NULL, **fin_tail = &fin, *prev = NULL;
+  *next = UINT64_MAX;
+  for (shm_pop *o = t->pend, *nx; o != NULL; o = nx) {
+    nx = o->next;
+    if (!settle(t, o->so, o->ro, o->channel, now, o->deadline, o->by_coll, &o->status)) {
+      if (o->deadline < *next) *next = o->deadline;
+      prev = o;
+      continue;
+    }
+    if (prev != NULL) prev->next = nx;
+    else t->pend = nx;
+    if (t->pend_tail == o) t->pend_tail = prev;
+    o->next = NULL;
+    *fin_tail = o;
+    fin_tail = &o->next;
+  }
+  return fin;
+}
+
+uint64_t redcoll__shm_kicks(shm_impl *t) { return __atomic_load_n(&t->kick, __ATOMIC_ACQUIRE); }
+
+int redcoll__shm_progress_since(shm_impl *t, uint64_t until_ns, uint64_t kick0) {
+  if (t->size < 2) return REDCOLL_OK; /* no segment, never an op */
+  redcoll__shm_bell *bell = &t->ranks[t->rank].bell;
+  pthread_mutex_lock(&t->mu);
+  uint64_t gen0 = t->gen;
+  t->callers++;
+  for (;;) {
+    uint32_t seen = redcoll__shm_bell_read(bell);
+    int moved = pass(t, bell);
+    uint64_t now = redcoll__shm_now(), next;
+    check_live(t, now);
+    shm_pop *fin = reap(t, now, &next);
+    if (fin != NULL) {
+      pthread_mutex_unlock(&t->mu);
+      while (fin != NULL) {
+        shm_pop *nx = fin->next;
+        redcoll_transport_op *op = fin->op;
+        int status = fin->status;
+        free(fin);
+        op->done(op, status);
+        fin = nx;
+      }
+      pthread_mutex_lock(&t->mu);
+      t->gen++;
+      if (t->callers > 1) redcoll__shm_bell_ring(bell);
+      break;
+    }
+    if (until_ns == 0 && !moved) {
+      /* A program polling in a loop: the peers it waits for may need this
+       * CPU (more ranks than cores). */
+      pthread_mutex_unlock(&t->mu);
+      sched_yield();
+      pthread_mutex_lock(&t->mu);
+    }
+    if (until_ns == 0 || now >= until_ns || t->gen != gen0 || redcoll__shm_kicks(t) != kick0) break;
+    uint64_t wake = now + REDCOLL__SHM_LIVE_NS;
+    if (wake > until_ns) wake = until_ns;
+    if (wake > next) wake = next;
+    pthread_mutex_unlock(&t->mu);
+    redcoll__shm_bell_wait(bell, seen, now + t->spin_ns, wake);
+    pthread_mutex_lock(&t->mu);
+  }
+  t->callers--;
+  pthread_mutex_unlock(&t->mu);
+  return REDCOLL_OK;
+}
+
+static int sh_progress(void *impl, uint64_t until_ns) {
+  shm_impl *t = impl;
+  return redcoll__shm_progress_since(t, until_ns, redcoll__shm_kicks(t));
+}
+
+void redcoll__shm_kick(shm_impl *t) {
+  __atomic_add_fetch(&t->kick, 1, __ATOMIC_ACQ_REL);
+  if (t->ranks != NULL) redcoll__shm_bell_ring(&t->ranks[t->rank].bell);
+}
+
+/* REDCOLL__SHM_ALPHA and _BETA (shm_int.h). */
 static int sh_info(void *impl, redcoll_transport_info *info) {
   shm_impl *t = impl;
   strcpy(info->name, "shm");
   info->caps = REDCOLL_TRANSPORT_CAP_CHANNELS | REDCOLL_TRANSPORT_CAP_THREADS;
-  info->alpha = 2e-6;
-  info->beta = 1e-10;
+  info->alpha = REDCOLL__SHM_ALPHA;
+  info->beta = REDCOLL__SHM_BETA;
   info->gamma = 2.5e-10;
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   if (cpus > 0 && t->size > cpus) info->ranks_per_cpu = (double)t->size / (double)cpus;
@@ -247,6 +428,12 @@ static void sh_destroy(void *impl) {
     __atomic_store_n(&t->ranks[t->rank].gone, 1, __ATOMIC_RELEASE);
     ring_all(t);
   }
+  /* The core destroys a transport only when none of its ops is posted. */
+  while (t->pend != NULL) {
+    shm_pop *o = t->pend;
+    t->pend = o->next;
+    free(o);
+  }
   redcoll__shm_segment_close(t);
   redcoll__shm_live_free(&t->live);
   pthread_mutex_destroy(&t->mu);
@@ -264,6 +451,9 @@ static const redcoll_transport_ops shm_ops = {
     .exchange = sh_exchange,
     .cancel = sh_cancel,
     .close = sh_close,
+    .post = sh_post,
+    .progress = sh_progress,
+    .fd = NULL, /* none: a futex cannot be polled (docs/embedding.md) */
 };
 
 /* ---- public ---- */

@@ -39,6 +39,10 @@
 #define REDCOLL__SHM_ACKS 64
 /* Channel groups the segment records as cancelled; one more aborts all. */
 #define REDCOLL__SHM_MAX_CANCEL 512
+/* The cost model (info): a hand-over through a queue costs about 2 us, a
+ * byte one copy at about 10 GB/s. */
+#define REDCOLL__SHM_ALPHA 2e-6
+#define REDCOLL__SHM_BETA 1e-10
 /* How often (ns) a waiting rank asks whether its peers still live. */
 #define REDCOLL__SHM_LIVE_NS 5000000u
 
@@ -153,6 +157,10 @@ typedef struct shm_impl {
   size_t nclosed;
   const int *world;             /* rank numbers for the logs (host.c: those
                                  * of the TCP world); NULL: the same */
+  /* Posted exchanges (shm.c): those waiting, in the order posted. */
+  struct shm_pop *pend, *pend_tail;
+  uint64_t gen;                 /* bumped after a progress called done */
+  uint64_t kick;                /* bumped by redcoll__shm_kick */
   char name[256];
 } shm_impl;
 
@@ -163,6 +171,14 @@ typedef struct shm_impl {
 /* The transport of cfg without its communicator (for host.c). */
 int redcoll__shm_impl_create(const redcoll_shm_config *cfg, shm_impl **out);
 const redcoll_transport_ops *redcoll__shm_ops(void);
+/* Makes a progress of t that is waiting return (host.c: an op of the other
+ * transport finished); any thread. */
+void redcoll__shm_kick(shm_impl *t);
+/* How many kicks t has had. */
+uint64_t redcoll__shm_kicks(shm_impl *t);
+/* The progress member, returning also once t has been kicked more than
+ * kick0 times (read by the caller before it looked for work). */
+int redcoll__shm_progress_since(shm_impl *t, uint64_t until_ns, uint64_t kick0);
 
 /* ---- segment.c ---- */
 /* Creates (rank 0) or attaches to (the others) the segment of cfg, waits
