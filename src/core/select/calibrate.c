@@ -12,21 +12,21 @@
  *     beta = (t_l - t_s) / (CAL_LARGE - CAL_SMALL), alpha = t_s - CAL_SMALL
  *     * beta, gamma = t_g / CAL_LARGE;
  *   - at p = 2, where the ring is one exchange between the two ranks, also
- *     CAL_SMALL_REPS round trips of CAL_SMALL bytes and CAL_LARGE_REPS
- *     one-way messages of CAL_LARGE bytes (rank 0 sends, rank 1 answers
- *     with CAL_SMALL bytes), t_r and t_o, then the large exchanges once
- *     more (t_l is the faster of the two runs): beta is then the one-way
- *     cost per byte, (t_o - t_r) / (CAL_LARGE - CAL_SMALL), and dup what
- *     the exchange costs beyond it per byte, the exchange's beta minus
- *     that, at most beta (0 if the two directions do not share CPUs; about
+ *     CAL_SMALL_REPS round trips of CAL_SMALL bytes and CAL_PAIR_REPS
+ *     one-way messages of CAL_PAIR bytes (rank 0 sends, rank 1 answers
+ *     with CAL_SMALL bytes), t_r and t_o, and CAL_PAIR_REPS exchanges of
+ *     CAL_PAIR bytes, t_x: beta is then the one-way cost per byte, (t_o -
+ *     t_r) / (CAL_PAIR - CAL_SMALL), and dup what the exchange costs
+ *     beyond it per byte, (t_x - t_s) / (CAL_PAIR - CAL_SMALL) minus that,
+ *     at most beta (0 if the two directions do not share CPUs; about
  *     beta over loopback, where each rank's CPU copies what it sends and
  *     what it receives).  For p >= 3 beta stays the ring's and dup 0;
  *   - the maximum of the four over the ranks (a dissemination of 32 bytes,
  *     ceil(log2 p) rounds), so that every rank holds the same model (the
  *     slowest link and CPU rule the critical path) and AUTO decides alike
  *     everywhere.
- * Cost: 8 + 4 ring exchanges (at p = 2 also 8 round trips, 4 one-way
- * messages of 256 KiB and 4 more exchanges of 256 KiB), 3 reductions of 256 KiB and ceil(log2 p) small
+ * Cost: 8 + 4 ring exchanges (at p = 2 also 8 round trips, 3 one-way
+ * messages and 3 exchanges of 1 MiB, about 3 ms more over loopback), 3 reductions of 256 KiB and ceil(log2 p) small
  * exchanges: about 1 ms over loopback TCP, 2 ms on a 1 Gbit/s
  * network.
  *
@@ -56,6 +56,12 @@
 #define CAL_SMALL_REPS 8
 #define CAL_LARGE_REPS 4
 #define CAL_GAMMA_REPS 3
+/* At p = 2: one-way messages and exchanges of CAL_PAIR bytes, several
+ * times the socket buffers, so that a one-way message is a pipeline (the
+ * receiver copies out while the sender copies in) as a large one is; one
+ * of CAL_LARGE bytes fits in the buffers and is not. */
+#define CAL_PAIR ((size_t)1 << 20)
+#define CAL_PAIR_REPS 3
 
 static uint64_t clock_ns(const redcoll_comm *c) {
   if (c->ops->version >= 3 && c->ops->now != NULL) return c->ops->now(c->impl);
@@ -114,25 +120,25 @@ static int oneway_time(redcoll_comm *c, unsigned char *s, unsigned char *r, size
 /* At p = 2: beta as the one-way cost per byte, and dup, what an exchange
  * (the ring's beta, m[1]) costs beyond it.  Rank 1 reports 0 for both
  * (the agreement takes rank 0's). */
-static int split_duplex(redcoll_comm *c, unsigned char *s, unsigned char *r, double ts,
-                        double tl, double m[4]) {
-  double to, tr, tl2;
+static int split_duplex(redcoll_comm *c, double ts, double m[4]) {
+  unsigned char *buf = calloc(2, CAL_PAIR);
+  if (buf == NULL) return REDCOLL_ENOMEM;
+  unsigned char *s = buf, *r = buf + CAL_PAIR;
+  double to, tr, tx;
   int rc = oneway_time(c, s, r, CAL_SMALL, CAL_SMALL_REPS, &tr);
-  if (rc == REDCOLL_OK) rc = oneway_time(c, s, r, CAL_LARGE, CAL_LARGE_REPS, &to);
-  /* The exchanges once more, after the one-way messages: the first ones
-   * may have met a connection whose buffers the kernel had not grown yet. */
-  if (rc == REDCOLL_OK) rc = ring_time(c, s, r, CAL_LARGE, CAL_LARGE_REPS, &tl2);
+  if (rc == REDCOLL_OK) rc = oneway_time(c, s, r, CAL_PAIR, CAL_PAIR_REPS, &to);
+  if (rc == REDCOLL_OK) rc = ring_time(c, s, r, CAL_PAIR, CAL_PAIR_REPS, &tx);
+  free(buf);
   if (rc != REDCOLL_OK) return rc;
   if (c->rank != 0) {
     m[1] = m[3] = 0;
     return REDCOLL_OK;
   }
-  if (tl2 < tl) m[1] = (tl2 - ts) / (double)(CAL_LARGE - CAL_SMALL);
-  if (m[1] < 0) m[1] = 0;
-  double one = (to - tr) / (double)(CAL_LARGE - CAL_SMALL);
-  if (one <= 0 || one >= m[1]) return REDCOLL_OK; /* noise: the exchange's beta, no dup */
+  double one = (to - tr) / (double)(CAL_PAIR - CAL_SMALL);
+  double both = (tx - ts) / (double)(CAL_PAIR - CAL_SMALL);
+  if (one <= 0 || both <= one) return REDCOLL_OK; /* noise: the ring's beta, no dup */
   /* Two directions cost at most twice one where the same CPUs copy both. */
-  m[3] = m[1] - one < one ? m[1] - one : one;
+  m[3] = both - one < one ? both - one : one;
   m[1] = one;
   return REDCOLL_OK;
 }
@@ -153,7 +159,7 @@ static int measure(redcoll_comm *c, double m[4]) {
     m[1] = beta;
     m[2] = reduce_time(c, (float *)(buf + 2 * CAL_LARGE), (const float *)s) / (double)CAL_LARGE;
     m[3] = 0;
-    if (c->size == 2) rc = split_duplex(c, s, r, ts, tl, m);
+    if (c->size == 2) rc = split_duplex(c, ts, m);
   }
   free(buf);
   return rc;
