@@ -12,21 +12,20 @@
  *     beta = (t_l - t_s) / (CAL_LARGE - CAL_SMALL), alpha = t_s - CAL_SMALL
  *     * beta, gamma = t_g / CAL_LARGE;
  *   - at p = 2, where the ring is one exchange between the two ranks, also
- *     CAL_SMALL_REPS round trips of CAL_SMALL bytes and CAL_PAIR_REPS
- *     one-way messages of CAL_PAIR bytes (rank 0 sends, rank 1 answers
- *     with CAL_SMALL bytes), t_r and t_o, and CAL_PAIR_REPS exchanges of
- *     CAL_PAIR bytes, t_x: beta is then the one-way cost per byte, (t_o -
- *     t_r) / (CAL_PAIR - CAL_SMALL), and dup what the exchange costs
- *     beyond it per byte, (t_x - t_s) / (CAL_PAIR - CAL_SMALL) minus that,
- *     at most beta (0 if the two directions do not share CPUs; about
+ *     CAL_SMALL_REPS round trips of CAL_SMALL bytes and CAL_LARGE_REPS
+ *     one-way transfers of CAL_LARGE bytes in CAL_PIECES messages (rank 0
+ *     sends, rank 1 answers with CAL_SMALL bytes), t_r and t_o: beta is
+ *     then the one-way cost per byte, (t_o - t_r) / (CAL_LARGE -
+ *     CAL_SMALL), and dup what the exchange costs beyond it per byte, the
+ *     ring's beta minus that, at most beta (0 if the two directions do not share CPUs; about
  *     beta over loopback, where each rank's CPU copies what it sends and
  *     what it receives).  For p >= 3 beta stays the ring's and dup 0;
  *   - the maximum of the four over the ranks (a dissemination of 32 bytes,
  *     ceil(log2 p) rounds), so that every rank holds the same model (the
  *     slowest link and CPU rule the critical path) and AUTO decides alike
  *     everywhere.
- * Cost: 8 + 4 ring exchanges (at p = 2 also 8 round trips, 3 one-way
- * messages and 3 exchanges of 1 MiB, about 3 ms more over loopback), 3 reductions of 256 KiB and ceil(log2 p) small
+ * Cost: 8 + 4 ring exchanges (at p = 2 also 8 round trips of 8 bytes and
+ * 4 one-way transfers of 256 KiB), 3 reductions of 256 KiB and ceil(log2 p) small
  * exchanges: about 1 ms over loopback TCP, 2 ms on a 1 Gbit/s
  * network.
  *
@@ -56,12 +55,11 @@
 #define CAL_SMALL_REPS 8
 #define CAL_LARGE_REPS 4
 #define CAL_GAMMA_REPS 3
-/* At p = 2: one-way messages and exchanges of CAL_PAIR bytes, several
- * times the socket buffers, so that a one-way message is a pipeline (the
- * receiver copies out while the sender copies in) as a large one is; one
- * of CAL_LARGE bytes fits in the buffers and is not. */
-#define CAL_PAIR ((size_t)1 << 20)
-#define CAL_PAIR_REPS 3
+/* At p = 2: the one-way CAL_LARGE bytes go as CAL_PIECES messages, so
+ * that the receiver copies one out while the sender copies the next in, as
+ * in any message larger than the socket buffers (one message of CAL_LARGE
+ * bytes fits in them and is copied in, then out). */
+#define CAL_PIECES 8
 
 static uint64_t clock_ns(const redcoll_comm *c) {
   if (c->ops->version >= 3 && c->ops->now != NULL) return c->ops->now(c->impl);
@@ -99,15 +97,19 @@ static double reduce_time(redcoll_comm *c, float *a, const float *b) {
   return best;
 }
 
-/* At p = 2: the fastest of reps messages of len bytes from rank 0 to rank
- * 1, each answered with CAL_SMALL bytes, timed on rank 0 (seconds; rank 1
- * gets 0). */
-static int oneway_time(redcoll_comm *c, unsigned char *s, unsigned char *r, size_t len, int reps,
-                       double *best) {
+/* At p = 2: the fastest of reps transfers of len bytes from rank 0 to rank
+ * 1 in `pieces` messages, each answered with CAL_SMALL bytes, timed on rank
+ * 0 (seconds; rank 1 gets 0). */
+static int oneway_time(redcoll_comm *c, unsigned char *s, unsigned char *r, size_t len,
+                       int pieces, int reps, double *best) {
   *best = c->rank == 0 ? -1 : 0;
+  size_t q = len / (size_t)pieces;
   for (int i = 0; i < reps; i++) {
     uint64_t t0 = clock_ns(c);
-    int rc = c->rank == 0 ? redcoll__send(c, 1, s, len) : redcoll__recv(c, 0, r, len);
+    int rc = REDCOLL_OK;
+    for (int k = 0; k < pieces && rc == REDCOLL_OK; k++)
+      rc = c->rank == 0 ? redcoll__send(c, 1, s + (size_t)k * q, q)
+                        : redcoll__recv(c, 0, r + (size_t)k * q, q);
     if (rc == REDCOLL_OK)
       rc = c->rank == 0 ? redcoll__recv(c, 1, r, CAL_SMALL) : redcoll__send(c, 0, s, CAL_SMALL);
     if (rc != REDCOLL_OK) return rc;
@@ -120,22 +122,16 @@ static int oneway_time(redcoll_comm *c, unsigned char *s, unsigned char *r, size
 /* At p = 2: beta as the one-way cost per byte, and dup, what an exchange
  * (the ring's beta, m[1]) costs beyond it.  Rank 1 reports 0 for both
  * (the agreement takes rank 0's). */
-static int split_duplex(redcoll_comm *c, double ts, double m[4]) {
-  unsigned char *buf = calloc(2, CAL_PAIR);
-  if (buf == NULL) return REDCOLL_ENOMEM;
-  unsigned char *s = buf, *r = buf + CAL_PAIR;
-  double to, tr, tx;
-  int rc = oneway_time(c, s, r, CAL_SMALL, CAL_SMALL_REPS, &tr);
-  if (rc == REDCOLL_OK) rc = oneway_time(c, s, r, CAL_PAIR, CAL_PAIR_REPS, &to);
-  if (rc == REDCOLL_OK) rc = ring_time(c, s, r, CAL_PAIR, CAL_PAIR_REPS, &tx);
-  free(buf);
+static int split_duplex(redcoll_comm *c, unsigned char *s, unsigned char *r, double m[4]) {
+  double to, tr;
+  int rc = oneway_time(c, s, r, CAL_SMALL, 1, CAL_SMALL_REPS, &tr);
+  if (rc == REDCOLL_OK) rc = oneway_time(c, s, r, CAL_LARGE, CAL_PIECES, CAL_LARGE_REPS, &to);
   if (rc != REDCOLL_OK) return rc;
   if (c->rank != 0) {
     m[1] = m[3] = 0;
     return REDCOLL_OK;
   }
-  double one = (to - tr) / (double)(CAL_PAIR - CAL_SMALL);
-  double both = (tx - ts) / (double)(CAL_PAIR - CAL_SMALL);
+  double one = (to - tr) / (double)(CAL_LARGE - CAL_SMALL), both = m[1];
   if (one <= 0 || both <= one) return REDCOLL_OK; /* noise: the ring's beta, no dup */
   /* Two directions cost at most twice one where the same CPUs copy both. */
   m[3] = both - one < one ? both - one : one;
@@ -159,7 +155,7 @@ static int measure(redcoll_comm *c, double m[4]) {
     m[1] = beta;
     m[2] = reduce_time(c, (float *)(buf + 2 * CAL_LARGE), (const float *)s) / (double)CAL_LARGE;
     m[3] = 0;
-    if (c->size == 2) rc = split_duplex(c, ts, m);
+    if (c->size == 2) rc = split_duplex(c, s, r, m);
   }
   free(buf);
   return rc;
