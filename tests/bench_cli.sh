@@ -25,6 +25,11 @@ for coll in scan exscan exscan_total alltoall; do
 done
 out=$(REDCOLL_ALGO_SCAN=transpose run --coll scan) || die "REDCOLL_ALGO_SCAN: exit $?"
 [ "$(echo "$out" | cut -d, -f9 | sort -u)" = "transpose" ] || die "REDCOLL_ALGO_SCAN=transpose ran: $out"
+# the point-to-point path: pairs exchange (or send one way), results checked
+for coll in sendrecv send; do
+  out=$(run --coll "$coll") || die "$coll: exit $?"
+  [ "$(echo "$out" | grep -c "^redcoll,$coll,3,.*,-$")" -eq 4 ] || die "$coll: $out"
+done
 run --dtype f8 > /dev/null 2>&1 && die "an unknown dtype was accepted"
 [ $fail -eq 0 ] && echo "bench_cli: ok"
 exit $fail

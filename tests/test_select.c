@@ -394,6 +394,36 @@ static int rpc_main(redcoll_comm *c, void *argp) {
   return rc;
 }
 
+/* Directions that share CPUs (dup, measured by the calibration at p = 2):
+ * the exchanging algorithms pay dup for every byte of their critical path,
+ * linear and binary_tree (one way at a time) nothing.  Over loopback
+ * (dup = beta) a reduce at p = 2 sends the vector once instead of
+ * exchanging halves; with dup 0 the model is the full-duplex one. */
+static void test_shared_directions(void) {
+  redcoll__cost_model cm = {1.2e-5, 1.7e-10, 2.3e-11};
+  for (size_t m = (size_t)256 << 10; m <= (size_t)16 << 20; m *= 8) {
+    redcoll__cost_args a = {REDCOLL_COLL_REDUCE, 2, m / 4, 4, 8192, 0, 1};
+    double full = redcoll__cost(REDCOLL_ALGO_ELIMINATION, &a, &cm);
+    CHECK(redcoll__cost_dup(REDCOLL_ALGO_ELIMINATION, &a, &cm, 0) == full);
+    /* Elimination's critical path at p = 2: m bytes (m/2 exchanged, m/2 to
+     * the root). */
+    double shared = redcoll__cost_dup(REDCOLL_ALGO_ELIMINATION, &a, &cm, cm.beta);
+    CHECK_MSG(fabs(shared - full - cm.beta * (double)m) < 1e-12, "%zu: %g %g", m, shared, full);
+    CHECK(redcoll__cost_dup(REDCOLL_ALGO_LINEAR, &a, &cm, cm.beta) ==
+          redcoll__cost(REDCOLL_ALGO_LINEAR, &a, &cm));
+    redcoll_algo x = redcoll__cost_select_dup(&a, REDCOLL__RANK_DEPENDENT, &cm, cm.beta, NULL);
+    CHECK_MSG(x == REDCOLL_ALGO_BINARY_TREE || x == REDCOLL_ALGO_LINEAR, "%zu: %s", m,
+              redcoll_algo_name(x));
+    x = redcoll__cost_select_dup(&a, REDCOLL__RANK_DEPENDENT, &cm, 0, NULL);
+    CHECK_MSG(x != REDCOLL_ALGO_BINARY_TREE && x != REDCOLL_ALGO_LINEAR, "%zu: %s", m,
+              redcoll_algo_name(x));
+    /* Other collectives keep the full-duplex costs. */
+    a.coll = REDCOLL_COLL_REDUCE_SCATTER_BLOCK;
+    CHECK(redcoll__cost_dup(REDCOLL_ALGO_ELIMINATION, &a, &cm, cm.beta) ==
+          redcoll__cost(REDCOLL_ALGO_ELIMINATION, &a, &cm));
+  }
+}
+
 /* The setting on a communicator: the transport's finding (the mock: 0,
  * unshared), REDCOLL_RANKS_PER_CPU, the setter; AUTO follows it alike on
  * every rank. */
@@ -428,4 +458,4 @@ static void test_ranks_per_cpu_setting(void) {
   unsetenv("REDCOLL_RANKS_PER_CPU");
 }
 
-TEST_MAIN(TEST(test_ranks_per_cpu_costs), TEST(test_ranks_per_cpu_setting), TEST(test_formulas), TEST(test_same_choice), TEST(test_choice_respects_operator), TEST(test_settings), TEST(test_forcing_env))
+TEST_MAIN(TEST(test_shared_directions), TEST(test_ranks_per_cpu_costs), TEST(test_ranks_per_cpu_setting), TEST(test_formulas), TEST(test_same_choice), TEST(test_choice_respects_operator), TEST(test_settings), TEST(test_forcing_env))

@@ -537,6 +537,51 @@ static int rank_public_p2p(redcoll_comm *c, void *arg) {
   return redcoll_comm_error(c);
 }
 
+/* A large message whose receive is posted while it is arriving: rank 1
+ * first takes a small message on a dup, which rank 0 sent just before the
+ * large one on the parent, so that the large one starts landing in a kept
+ * copy; the receive posted then takes over the rest of it (recv.c's
+ * redcoll__tcp_recv_adopt).  Every byte must arrive, in order, and a second
+ * message on the same channel after it too. */
+#define LATE_BYTES ((size_t)24 << 20)
+static int rank_late_recv(redcoll_comm *c, void *arg) {
+  (void)arg;
+  int r = redcoll_comm_rank(c), rc;
+  redcoll_comm *d = NULL;
+  if ((rc = redcoll_comm_dup(c, &d)) != REDCOLL_OK) return rc;
+  unsigned char *big = malloc(LATE_BYTES);
+  if (big == NULL) {
+    redcoll_comm_destroy(d);
+    return REDCOLL_ENOMEM;
+  }
+  uint64_t small = 0, after = 0;
+  if (r == 0) {
+    for (size_t i = 0; i < LATE_BYTES; i++) big[i] = pat(0, i, 7);
+    small = 0x5eed;
+    after = 0xaf7e2;
+    rc = redcoll_send(d, 1, 3, &small, sizeof small);
+    if (rc == REDCOLL_OK) rc = redcoll_send(c, 1, 4, big, LATE_BYTES);
+    if (rc == REDCOLL_OK) rc = redcoll_send(c, 1, 5, &after, sizeof after);
+  } else {
+    memset(big, 0, LATE_BYTES);
+    sleep_ms(30); /* both messages are on their way */
+    rc = redcoll_recv(d, 0, 3, &small, sizeof small);
+    if (rc == REDCOLL_OK) rc = redcoll_recv(c, 0, 4, big, LATE_BYTES);
+    if (rc == REDCOLL_OK) rc = redcoll_recv(c, 0, 5, &after, sizeof after);
+    if (rc == REDCOLL_OK) {
+      size_t bad = 0;
+      for (size_t i = 0; i < LATE_BYTES; i++) bad += big[i] != pat(0, i, 7);
+      CHECK_MSG(bad == 0, "late receive: %zu of %zu bytes wrong", bad, LATE_BYTES);
+      CHECK(small == 0x5eed);
+      CHECK(after == 0xaf7e2);
+    }
+  }
+  free(big);
+  redcoll_comm_destroy(d);
+  if (rc != REDCOLL_OK) return rc;
+  return redcoll_comm_error(c);
+}
+
 static const size_t early_sizes[] = {0, 8, 20000, 8, 100, 1};
 
 static int rank_early_close(redcoll_comm *c, void *arg) {
@@ -965,6 +1010,7 @@ int main(int argc, char **argv) {
     }
     CHECK_INT(tcp_run(3, rank_early_close, NULL), REDCOLL_OK);
     CHECK_INT(tcp_run(3, rank_public_p2p, NULL), REDCOLL_OK);
+    for (int i = 0; i < 3; i++) CHECK_INT(tcp_run(2, rank_late_recv, NULL), REDCOLL_OK);
     for (int wrong_len = 0; wrong_len < 2; wrong_len++)
       CHECK_INT(tcp_run(2, rank_mismatch, &wrong_len), REDCOLL_OK);
   }

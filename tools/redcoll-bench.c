@@ -33,6 +33,13 @@
  *
  *   impl,coll,p,bytes,median_us,p99_us,algbw_GBps,busbw_GBps,algo
  *
+ * --coll sendrecv times the point-to-point path instead: ranks 2i and 2i+1
+ * exchange bytes each way at once (redcoll_sendrecv; a last rank of an odd
+ * p only takes part in the barriers); bytes is what one rank sends, algbw
+ * bytes / median time, and algo is "-".  --coll send is the same one way:
+ * rank 2i sends, 2i+1 receives.  bench/bench_p2p.py runs both beside a
+ * plain socket program (bench/raw_p2p.c).
+ *
  * bytes is the size of the whole vector (as in nccl-tests): count elements
  * for allreduce, reduce and bcast, p blocks of count/p for
  * reduce_scatter_block and allgather.  algbw = bytes / median time; busbw
@@ -74,6 +81,8 @@ typedef struct bench_opts {
   int threads; /* --threads: ranks per process through redcoll_hier_run; 0: none */
   redcoll_algo list[REDCOLL_ALGO_COUNT]; /* --algo A,B,...: in that order */
   int nlist;
+  int p2p; /* 1: --coll sendrecv, pairs of ranks exchange; 2: --coll send,
+            * one way; 0: a collective */
 } bench_opts;
 
 /* Set by the ranks: 1 if any result was wrong or a call failed. */
@@ -90,7 +99,9 @@ static void usage(FILE *f) {
           "                     [--threads T] [--no-header]\n"
           "  COLL: allreduce (default), reduce, reduce_scatter_block, allgather, bcast,\n"
           "        scan, exscan, exscan_total, alltoall (sizes: the whole vector; for\n"
-          "        alltoall what one rank sends, p blocks)\n"
+          "        alltoall what one rank sends, p blocks); sendrecv: ranks 2i and 2i+1\n"
+          "        exchange the bytes each way (the point-to-point path); send: 2i sends\n"
+          "        them to 2i+1\n"
           "  sizes in bytes with an optional K, M or G suffix; default 8:16M, factor 8\n"
           "  under redcoll-run (REDCOLL_RANK set) the transport is tcp, else threads\n");
 }
@@ -203,12 +214,12 @@ static int blocked(redcoll_coll coll) {
 
 static size_t count_for(const bench_opts *o, int p, size_t bytes) {
   size_t n = bytes / redcoll_dtype_size(o->dt);
-  if (blocked(o->coll)) n /= (size_t)p;
+  if (!o->p2p && blocked(o->coll)) n /= (size_t)p;
   return n;
 }
 
 static size_t total_elems(const bench_opts *o, int p, size_t count) {
-  return blocked(o->coll) ? count * (size_t)p : count;
+  return !o->p2p && blocked(o->coll) ? count * (size_t)p : count;
 }
 
 static double bus_factor(redcoll_coll coll, int p) {
@@ -229,7 +240,7 @@ typedef struct bufs {
 
 /* Fills the inputs of this rank for a call of count elements. */
 static void fill_inputs(const bench_opts *o, int me, int p, size_t count, bufs *b) {
-  switch (o->coll) {
+  switch (o->p2p ? REDCOLL_COLL_ALLREDUCE : o->coll) {
   case REDCOLL_COLL_REDUCE_SCATTER_BLOCK:
   case REDCOLL_COLL_ALLTOALL:
     for (size_t i = 0; i < count * (size_t)p; i++) put(b->send, o->dt, i, val(me, i));
@@ -243,7 +254,20 @@ static void fill_inputs(const bench_opts *o, int me, int p, size_t count, bufs *
   }
 }
 
+static const char *p2p_name(const bench_opts *o) { return o->p2p == 2 ? "send" : "sendrecv"; }
+
+/* This rank's partner of --coll sendrecv, or -1 (the last of an odd p). */
+static int partner_of(int me, int p) { return (me ^ 1) < p ? me ^ 1 : -1; }
+
 static int run_coll(redcoll_comm *c, const bench_opts *o, size_t count, bufs *b) {
+  if (o->p2p) {
+    int q = partner_of(redcoll_comm_rank(c), redcoll_comm_size(c));
+    size_t n = count * redcoll_dtype_size(o->dt);
+    if (q < 0) return REDCOLL_OK;
+    if (o->p2p == 2)
+      return q & 1 ? redcoll_send(c, q, 1, b->send, n) : redcoll_recv(c, q, 1, b->recv, n);
+    return redcoll_sendrecv(c, q, 1, b->send, n, q, 1, b->recv, n);
+  }
   switch (o->coll) {
   case REDCOLL_COLL_ALLREDUCE:
     return redcoll_allreduce(c, b->send, b->recv, count, o->dt, REDCOLL_SUM);
@@ -272,6 +296,12 @@ static int run_coll(redcoll_comm *c, const bench_opts *o, size_t count, bufs *b)
 /* Number of wrong elements of this rank's result. */
 static size_t check(const bench_opts *o, int me, int p, size_t count, const bufs *b) {
   size_t bad = 0;
+  if (o->p2p) {
+    int q = partner_of(me, p);
+    if (o->p2p == 2 && !(me & 1)) return 0; /* a sender */
+    for (size_t i = 0; q >= 0 && i < count; i++) bad += get(b->recv, o->dt, i) != val(q, i);
+    return bad;
+  }
   switch (o->coll) {
   case REDCOLL_COLL_ALLREDUCE:
     for (size_t i = 0; i < count; i++) bad += get(b->recv, o->dt, i) != sum_val(p, i);
@@ -321,7 +351,9 @@ static int bench_point(redcoll_comm *c, bench_state *st, redcoll_algo algo, size
   int me = redcoll_comm_rank(c), p = redcoll_comm_size(c);
   size_t count = count_for(o, p, bytes);
   /* Without --algo the communicator keeps what REDCOLL_ALGO_<COLL> set. */
-  int rc = o->algo_given || o->all_algos || o->nlist > 0 ? redcoll_comm_set_algorithm(c, o->coll, algo) : REDCOLL_OK;
+  int rc = !o->p2p && (o->algo_given || o->all_algos || o->nlist > 0)
+               ? redcoll_comm_set_algorithm(c, o->coll, algo)
+               : REDCOLL_OK;
   if (rc != REDCOLL_OK) return rc;
   fill_inputs(o, me, p, count, b);
   int n = o->warmup + o->iters;
@@ -340,8 +372,9 @@ static int bench_point(redcoll_comm *c, bench_state *st, redcoll_algo algo, size
       int64_t bad = (int64_t)check(o, me, p, count, b), anybad = 0;
       if (bad)
         fprintf(stderr, "redcoll-bench: rank %d: %s %s p %d %zu bytes: %lld wrong elements\n", me,
-                redcoll_coll_name(o->coll), redcoll_algo_name(redcoll_comm_last_algorithm(c)), p,
-                bytes, (long long)bad);
+                o->p2p ? p2p_name(o) : redcoll_coll_name(o->coll),
+                o->p2p ? "-" : redcoll_algo_name(redcoll_comm_last_algorithm(c)), p, bytes,
+                (long long)bad);
       rc = redcoll_allreduce(c, &bad, &anybad, 1, REDCOLL_INT64, REDCOLL_SUM);
       if (rc != REDCOLL_OK) return rc;
       if (anybad) {
@@ -361,9 +394,9 @@ static int bench_point(redcoll_comm *c, bench_state *st, redcoll_algo algo, size
     size_t real = total_elems(o, p, count) * redcoll_dtype_size(o->dt);
     double algbw = med > 0 ? (double)real / med * 1e-9 : 0;
     printf("%s,%s,%d,%zu,%.2f,%.2f,%.4f,%.4f,%s\n", o->dup ? "redcoll-dup" : "redcoll",
-           redcoll_coll_name(o->coll), p, real,
-           med * 1e6, p99 * 1e6, algbw, algbw * bus_factor(o->coll, p),
-           redcoll_algo_name(count == 0 || p == 1 ? algo : ran));
+           o->p2p ? p2p_name(o) : redcoll_coll_name(o->coll), p, real, med * 1e6, p99 * 1e6, algbw,
+           o->p2p ? algbw : algbw * bus_factor(o->coll, p),
+           o->p2p ? "-" : redcoll_algo_name(count == 0 || p == 1 ? algo : ran));
     fflush(stdout);
   }
   return REDCOLL_OK;
@@ -418,11 +451,11 @@ static int rank_body(redcoll_comm *c, bench_state *st) {
     fflush(stdout);
   }
   for (size_t bytes = o->min_bytes;; bytes *= o->factor) {
-    int n_algos = o->nlist > 0 ? o->nlist : REDCOLL_ALGO_COUNT;
-    for (int k = o->all_algos || o->nlist > 0 ? (o->nlist > 0 ? 0 : 1) : (int)o->algo; k < n_algos;
-         k++) {
-      int a = o->nlist > 0 ? (int)o->list[k] : k;
-      if (!redcoll_algo_is_supported(o->coll, (redcoll_algo)a)) continue;
+    int n_algos = o->nlist > 0 && !o->p2p ? o->nlist : REDCOLL_ALGO_COUNT;
+    for (int k = (o->all_algos || o->nlist > 0) && !o->p2p ? (o->nlist > 0 ? 0 : 1) : (int)o->algo;
+         k < n_algos; k++) {
+      int a = o->nlist > 0 && !o->p2p ? (int)o->list[k] : k;
+      if (!o->p2p && !redcoll_algo_is_supported(o->coll, (redcoll_algo)a)) continue;
       rc = bench_point(c, st, (redcoll_algo)a, bytes, &b, times, all);
       if (rc == REDCOLL_ENOTSUP && (o->all_algos || o->nlist > 0) &&
           redcoll_comm_error(c) == REDCOLL_OK) {
@@ -431,11 +464,12 @@ static int rank_body(redcoll_comm *c, bench_state *st) {
       }
       if (rc != REDCOLL_OK || __atomic_load_n(&st->failed, __ATOMIC_RELAXED)) {
         if (rc != REDCOLL_OK && me == 0)
-          fprintf(stderr, "redcoll-bench: %s %s p %d %zu bytes: %s\n", redcoll_coll_name(o->coll),
+          fprintf(stderr, "redcoll-bench: %s %s p %d %zu bytes: %s\n",
+                  o->p2p ? p2p_name(o) : redcoll_coll_name(o->coll),
                   redcoll_algo_name((redcoll_algo)a), p, bytes, redcoll_strerror(rc));
         goto out;
       }
-      if (!o->all_algos && o->nlist == 0) break;
+      if ((!o->all_algos && o->nlist == 0) || o->p2p) break;
     }
     if (bytes > o->max_bytes / o->factor || bytes == 0) break;
   }
@@ -485,7 +519,10 @@ int main(int argc, char **argv) {
     } else if (strcmp(a, "--np") == 0 || strcmp(a, "-n") == 0) {
       bad = parse_int(v, 1, 4096, &o.np) != 0;
       np_given = 1;
+    } else if (strcmp(a, "--coll") == 0 && (strcmp(v, "sendrecv") == 0 || strcmp(v, "send") == 0)) {
+      o.p2p = v[4] == 'r' ? 1 : 2;
     } else if (strcmp(a, "--coll") == 0) {
+      o.p2p = 0;
       bad = redcoll_coll_parse(v, &o.coll) != REDCOLL_OK;
       if (!bad && o.coll != REDCOLL_COLL_ALLREDUCE && o.coll != REDCOLL_COLL_REDUCE &&
           o.coll != REDCOLL_COLL_REDUCE_SCATTER_BLOCK && o.coll != REDCOLL_COLL_ALLGATHER &&

@@ -131,6 +131,10 @@ struct redcoll_comm {
    * user.  info.name picks the tuning-file entry, info the defaults. */
   int cost_state;
   double cost_alpha, cost_beta, cost_gamma;
+  /* Seconds per byte an exchange costs beyond its larger direction where
+   * both directions are copied by the same CPUs (loopback, shared memory):
+   * measured by the self-calibration, else 0 (full duplex). */
+  double cost_dup;
   /* Self-calibration (select/calibrate.c): 0 not decided yet, 1 not
    * wanted, 2 done or under way, 3 switched off by the program. */
   int cal_state;

@@ -11,12 +11,22 @@
  *   - t_s, t_l, t_g: the fastest of each (noise only ever adds time);
  *     beta = (t_l - t_s) / (CAL_LARGE - CAL_SMALL), alpha = t_s - CAL_SMALL
  *     * beta, gamma = t_g / CAL_LARGE;
- *   - the maximum of the three over the ranks (a dissemination of 24 bytes,
+ *   - at p = 2, where the ring is one exchange between the two ranks, also
+ *     CAL_SMALL_REPS round trips of CAL_SMALL bytes and CAL_LARGE_REPS
+ *     one-way transfers of CAL_LARGE bytes in CAL_PIECES messages (rank 0
+ *     sends, rank 1 answers with CAL_SMALL bytes), t_r and t_o: beta is
+ *     then the one-way cost per byte, (t_o - t_r) / (CAL_LARGE -
+ *     CAL_SMALL), and dup what the exchange costs beyond it per byte, the
+ *     ring's beta minus that, at most beta (0 if the two directions do not share CPUs; about
+ *     beta over loopback, where each rank's CPU copies what it sends and
+ *     what it receives).  For p >= 3 beta stays the ring's and dup 0;
+ *   - the maximum of the four over the ranks (a dissemination of 32 bytes,
  *     ceil(log2 p) rounds), so that every rank holds the same model (the
  *     slowest link and CPU rule the critical path) and AUTO decides alike
  *     everywhere.
- * Cost: 8 + 4 ring exchanges, 3 reductions of 256 KiB and ceil(log2 p)
- * small exchanges: about 1 ms over loopback TCP, 2 ms on a 1 Gbit/s
+ * Cost: 8 + 4 ring exchanges (at p = 2 also 8 round trips of 8 bytes and
+ * 4 one-way transfers of 256 KiB), 3 reductions of 256 KiB and ceil(log2 p) small
+ * exchanges: about 1 ms over loopback TCP, 2 ms on a 1 Gbit/s
  * network.
  *
  * Example: under the simulator with alpha = 2 us, beta = 1 ns/B, an 8-byte
@@ -45,6 +55,11 @@
 #define CAL_SMALL_REPS 8
 #define CAL_LARGE_REPS 4
 #define CAL_GAMMA_REPS 3
+/* At p = 2: the one-way CAL_LARGE bytes go as CAL_PIECES messages, so
+ * that the receiver copies one out while the sender copies the next in, as
+ * in any message larger than the socket buffers (one message of CAL_LARGE
+ * bytes fits in them and is copied in, then out). */
+#define CAL_PIECES 8
 
 static uint64_t clock_ns(const redcoll_comm *c) {
   if (c->ops->version >= 3 && c->ops->now != NULL) return c->ops->now(c->impl);
@@ -82,8 +97,50 @@ static double reduce_time(redcoll_comm *c, float *a, const float *b) {
   return best;
 }
 
-/* The measurements of this rank: alpha, beta, gamma (seconds). */
-static int measure(redcoll_comm *c, double m[3]) {
+/* At p = 2: the fastest of reps transfers of len bytes from rank 0 to rank
+ * 1 in `pieces` messages, each answered with CAL_SMALL bytes, timed on rank
+ * 0 (seconds; rank 1 gets 0). */
+static int oneway_time(redcoll_comm *c, unsigned char *s, unsigned char *r, size_t len,
+                       int pieces, int reps, double *best) {
+  *best = c->rank == 0 ? -1 : 0;
+  size_t q = len / (size_t)pieces;
+  for (int i = 0; i < reps; i++) {
+    uint64_t t0 = clock_ns(c);
+    int rc = REDCOLL_OK;
+    for (int k = 0; k < pieces && rc == REDCOLL_OK; k++)
+      rc = c->rank == 0 ? redcoll__send(c, 1, s + (size_t)k * q, q)
+                        : redcoll__recv(c, 0, r + (size_t)k * q, q);
+    if (rc == REDCOLL_OK)
+      rc = c->rank == 0 ? redcoll__recv(c, 1, r, CAL_SMALL) : redcoll__send(c, 0, s, CAL_SMALL);
+    if (rc != REDCOLL_OK) return rc;
+    double t = (double)(clock_ns(c) - t0) * 1e-9;
+    if (c->rank == 0 && (*best < 0 || t < *best)) *best = t;
+  }
+  return REDCOLL_OK;
+}
+
+/* At p = 2: beta as the one-way cost per byte, and dup, what an exchange
+ * (the ring's beta, m[1]) costs beyond it.  Rank 1 reports 0 for both
+ * (the agreement takes rank 0's). */
+static int split_duplex(redcoll_comm *c, unsigned char *s, unsigned char *r, double m[4]) {
+  double to, tr;
+  int rc = oneway_time(c, s, r, CAL_SMALL, 1, CAL_SMALL_REPS, &tr);
+  if (rc == REDCOLL_OK) rc = oneway_time(c, s, r, CAL_LARGE, CAL_PIECES, CAL_LARGE_REPS, &to);
+  if (rc != REDCOLL_OK) return rc;
+  if (c->rank != 0) {
+    m[1] = m[3] = 0;
+    return REDCOLL_OK;
+  }
+  double one = (to - tr) / (double)(CAL_LARGE - CAL_SMALL), both = m[1];
+  if (one <= 0 || both <= one) return REDCOLL_OK; /* noise: the ring's beta, no dup */
+  /* Two directions cost at most twice one where the same CPUs copy both. */
+  m[3] = both - one < one ? both - one : one;
+  m[1] = one;
+  return REDCOLL_OK;
+}
+
+/* The measurements of this rank: alpha, beta, gamma, dup (seconds). */
+static int measure(redcoll_comm *c, double m[4]) {
   unsigned char *buf = calloc(3, CAL_LARGE);
   if (buf == NULL) return REDCOLL_ENOMEM;
   unsigned char *s = buf, *r = buf + CAL_LARGE;
@@ -97,23 +154,25 @@ static int measure(redcoll_comm *c, double m[3]) {
     m[0] = alpha > 0 ? alpha : 0;
     m[1] = beta;
     m[2] = reduce_time(c, (float *)(buf + 2 * CAL_LARGE), (const float *)s) / (double)CAL_LARGE;
+    m[3] = 0;
+    if (c->size == 2) rc = split_duplex(c, s, r, m);
   }
   free(buf);
   return rc;
 }
 
-/* Every rank gets the elementwise maximum of all ranks' v[3]: a
- * dissemination, ceil(log2 p) rounds of 24 bytes (the maximum is
+/* Every rank gets the elementwise maximum of all ranks' v[4]: a
+ * dissemination, ceil(log2 p) rounds of 32 bytes (the maximum is
  * idempotent, so a value met twice does no harm), with the calibration's
  * tag. */
-static int agree_max(redcoll_comm *c, double v[3]) {
+static int agree_max(redcoll_comm *c, double v[4]) {
   int p = c->size;
   for (int d = 1; d < p; d *= 2) {
-    double in[3];
+    double in[4];
     int rc = redcoll__sendrecv(c, (c->rank + d) % p, v, sizeof in, (c->rank - d % p + p) % p,
                                in, sizeof in);
     if (rc != REDCOLL_OK) return rc;
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < 4; k++)
       if (in[k] > v[k]) v[k] = in[k];
   }
   return REDCOLL_OK;
@@ -128,7 +187,7 @@ int redcoll__calibrate(redcoll_comm *c) {
                              c->size);
   redcoll__comm_start_deadline(c);
   c->cur = NULL;
-  double agreed[3];
+  double agreed[4];
   rc = measure(c, agreed);
   /* Every rank the same model: the slowest rank's numbers. */
   if (rc == REDCOLL_OK) rc = agree_max(c, agreed);
@@ -137,9 +196,10 @@ int redcoll__calibrate(redcoll_comm *c) {
     c->cost_alpha = agreed[0];
     c->cost_beta = agreed[1];
     c->cost_gamma = agreed[2];
+    c->cost_dup = agreed[3];
   }
-  redcoll__log(2, "rank %d: calibrated cost model: alpha %.3g s, beta %.3g s/B, gamma %.3g s/B",
-               c->rank, agreed[0], agreed[1], agreed[2]);
+  redcoll__log(2, "rank %d: calibrated cost model: alpha %.3g s, beta %.3g s/B, gamma %.3g s/B, "
+               "dup %.3g s/B", c->rank, agreed[0], agreed[1], agreed[2], agreed[3]);
   return REDCOLL_OK;
 }
 

@@ -69,6 +69,14 @@ double redcoll__cost_butterfly(const redcoll__mach *M, int k, int h, size_t n, s
  * ranks per CPU; 0 for p <= 1; a negative value if the cost of (coll,
  * algo) is not modelled. */
 double redcoll__cost(redcoll_algo algo, const redcoll__cost_args *a, const redcoll__cost_model *cm);
+/* The same where the two directions of an exchange cost dup seconds per
+ * byte beyond the larger one, as where the same CPUs copy both (loopback,
+ * shared memory; self-calibration measures it at p = 2): an allreduce or
+ * reduce algorithm other than linear and binary_tree (whose messages go
+ * one way at a time) pays dup for every byte on its critical path.
+ * redcoll__cost is dup = 0, the full-duplex model. */
+double redcoll__cost_dup(redcoll_algo algo, const redcoll__cost_args *a,
+                         const redcoll__cost_model *cm, double dup);
 
 /* The cheapest algorithm registered for a->coll whose registry flags
  * share no bit with exclude (redcoll__excluded_flags: REDCOLL__NEEDS_COMMUTATIVE
@@ -77,6 +85,9 @@ double redcoll__cost(redcoll_algo algo, const redcoll__cost_args *a, const redco
  * collective's list.  *time, if not NULL, gets its predicted time. */
 redcoll_algo redcoll__cost_select(const redcoll__cost_args *a, unsigned exclude,
                                   const redcoll__cost_model *cm, double *time);
+/* The same with redcoll__cost_dup's dup; redcoll__cost_select is dup = 0. */
+redcoll_algo redcoll__cost_select_dup(const redcoll__cost_args *a, unsigned exclude,
+                                      const redcoll__cost_model *cm, double dup, double *time);
 
 /* Built-in cost model of a transport ("mock", "threads", "tcp"); NULL or
  * an unknown name gives the commodity-cluster default. */

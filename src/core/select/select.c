@@ -19,13 +19,26 @@
 /* ---- the cost of one algorithm ------------------------------------------ */
 
 double redcoll__cost(redcoll_algo algo, const redcoll__cost_args *a, const redcoll__cost_model *cm) {
+  return redcoll__cost_dup(algo, a, cm, 0);
+}
+
+double redcoll__cost_dup(redcoll_algo algo, const redcoll__cost_args *a,
+                         const redcoll__cost_model *cm, double dup) {
   /* f ranks per CPU: every round waits for them to take turns. */
   double f = a->ranks_per_cpu > 1 ? a->ranks_per_cpu : 1;
   const redcoll__mach M = {cm->alpha * f, cm->beta, cm->gamma};
   if (a->p <= 1) return 0;
   const redcoll__algo_entry *e = redcoll__algo_row(a->coll, algo);
   if (e == NULL || e->cost == NULL) return -1;
-  return e->cost(&M, a);
+  double t = e->cost(&M, a);
+  if (dup > 0 && (a->coll == REDCOLL_COLL_ALLREDUCE || a->coll == REDCOLL_COLL_REDUCE) &&
+      algo != REDCOLL_ALGO_LINEAR && algo != REDCOLL_ALGO_BINARY_TREE) {
+    /* Its exchanges: the bytes on its critical path, each copied twice by
+     * the CPUs of a rank that sends and receives at once. */
+    const redcoll__mach bytes = {0, 1, 0};
+    t += dup * e->cost(&bytes, a);
+  }
+  return t;
 }
 
 /* Candidates per collective, in the order that breaks ties. */
@@ -44,13 +57,18 @@ static const redcoll_algo candidates[] = {
 
 redcoll_algo redcoll__cost_select(const redcoll__cost_args *a, unsigned exclude,
                                   const redcoll__cost_model *cm, double *time) {
+  return redcoll__cost_select_dup(a, exclude, cm, 0, time);
+}
+
+redcoll_algo redcoll__cost_select_dup(const redcoll__cost_args *a, unsigned exclude,
+                                      const redcoll__cost_model *cm, double dup, double *time) {
   redcoll_algo best = REDCOLL_ALGO_AUTO;
   double best_t = HUGE_VAL;
   for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; i++) {
     const redcoll__algo_entry *e = redcoll__algo_find(a->coll, candidates[i]);
     if (e == NULL) continue;
     if (e->flags & exclude) continue;
-    double t = redcoll__cost(candidates[i], a, cm);
+    double t = redcoll__cost_dup(candidates[i], a, cm, dup);
     if (t < 0) continue;
     /* A relative margin keeps rounding noise from deciding a tie. */
     if (best == REDCOLL_ALGO_AUTO || t < best_t * (1 - 1e-9)) {
@@ -94,7 +112,8 @@ redcoll_algo redcoll__select(const redcoll__call *call) {
     a.count = mx;
   }
   double flat;
-  redcoll_algo best = redcoll__cost_select(&a, redcoll__excluded_flags(call), &cm, &flat);
+  redcoll_algo best =
+      redcoll__cost_select_dup(&a, redcoll__excluded_flags(call), &cm, c->cost_dup, &flat);
   if (share > 1 && redcoll__two_level_wins(call, flat)) return REDCOLL_ALGO_TWO_LEVEL;
   return best;
 }

@@ -128,6 +128,7 @@ int redcoll__cost_resolve(redcoll_comm *c) {
   c->cost_alpha = cm.alpha;
   c->cost_beta = cm.beta;
   c->cost_gamma = cm.gamma;
+  c->cost_dup = 0; /* measured by the calibration only */
   c->cost_state = 1;
   return rc;
 }
@@ -139,6 +140,7 @@ REDCOLL_API int redcoll_comm_set_cost_model(redcoll_comm *c, double alpha, doubl
   c->cost_alpha = alpha;
   c->cost_beta = beta;
   c->cost_gamma = gamma;
+  c->cost_dup = 0;
   c->cost_state = 2;
   return REDCOLL_OK;
 }

@@ -161,6 +161,31 @@ void redcoll__tcp_recv_withdraw(redcoll__tcp *t, redcoll__tcp_recv *r) {
   if (c != NULL) redcoll__tcp_rx_pump(c);
 }
 
+/* The receive r was posted on peer q's channel while the message it takes
+ * is still arriving into a kept copy (pc's only one, the connection's
+ * current payload): what came so far is copied to the caller's buffer, the
+ * kept copy is dropped, and the rest is read straight into the buffer.  So
+ * a large message whose receive is posted a little late is copied once
+ * more only for the bytes that came before it, not whole.  Returns 1 if r
+ * took it over. */
+int redcoll__tcp_recv_adopt(redcoll__tcp *t, redcoll__tcp_recv *r, redcoll__tcp_pchan *pc) {
+  redcoll__tcp_peer *p = &t->peers[r->src];
+  redcoll__tcp_conn *c = p->in;
+  redcoll__tcp_umsg *m = pc->head;
+  if (c == NULL || m == NULL || c->sink_um != m || m->next != NULL || m->got >= m->len ||
+      m->tag != r->tag || m->len != r->len || c->fr.chan != pc->chan)
+    return 0;
+  if (m->got > 0) memcpy(r->buf, m->data, m->got);
+  r->got = m->got;
+  r->matched = 1;
+  pc->head = pc->tail = NULL;
+  p->unexpected -= m->len + REDCOLL__TCP_UMSG_COST;
+  free(m);
+  c->sink_um = NULL;
+  c->sink_rx = r;
+  return 1;
+}
+
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b) {
   redcoll__tcp_conn *c = h->data;
   (void)suggested;

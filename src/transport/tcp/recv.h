@@ -11,6 +11,9 @@ int redcoll__tcp_buffered(const redcoll__tcp_conn *c);
 /* The receive r ends before its message did (timeout, cancel): the rest of
  * a payload being read into it is dropped. */
 void redcoll__tcp_recv_withdraw(redcoll__tcp *t, redcoll__tcp_recv *r);
+/* The receive r, posted on pc while the message it takes is being read
+ * into a kept copy, takes over the rest of it (1), or not (0). */
+int redcoll__tcp_recv_adopt(redcoll__tcp *t, redcoll__tcp_recv *r, redcoll__tcp_pchan *pc);
 /* Rank `from` gave up on channel group g with an ABORT tag's why (told by
  * `via`, "" for itself): its calls end with REDCOLL_EABORTED. */
 void redcoll__tcp_cancel_learnt(redcoll__tcp *t, const char *via, int from, uint64_t g,

@@ -251,6 +251,11 @@ static int post_recv(redcoll__tcp *t, redcoll__tcp_recv *r) {
     return st;
   }
   pc->rx = r;
+  /* A message still arriving into a kept copy goes on into r's buffer. */
+  if (redcoll__tcp_recv_adopt(t, r, pc)) {
+    if (p->in != NULL) redcoll__tcp_rx_pump(p->in); /* room among the kept again */
+    return REDCOLL_OK;
+  }
   /* A message kept for it is taken first, even from a peer gone since. */
   if (redcoll__tcp_umsg_deliver(t, r->src, pc)) {
     redcoll__tcp_pchan_tidy(t, r->src, pc);
