@@ -328,7 +328,7 @@ static inline float rc_half_nan(float x, float y, float r) {
 RC_HALF_ELEMS(f16, rc_f16_to_f32, rc_f32_to_f16)
 RC_HALF_ELEMS(bf16, rc_bf16_to_f32, rc_f32_to_bf16)
 
-/* ---- float16 and bfloat16 on x86-64: AVX2 + F16C, AVX-512 ----------------
+/* ---- float16 and bfloat16 on x86-64: AVX2 + F16C, AVX-512, AVX-512 BF16 ----
  *
  * Explicit paths, written with intrinsics in functions with target
  * attributes and chosen at run time (redcoll__half_path below), rather than
@@ -342,6 +342,9 @@ RC_HALF_ELEMS(bf16, rc_bf16_to_f32, rc_f32_to_bf16)
  * arithmetic, x + 0x7fff + (bit 16 of x), all within the lane, so no
  * shuffles.  Where the CPU has AVX-512 BF16, its VCVTNE2PS2BF16 does that
  * rounding for 32 elements in one instruction (the avx512bf16 path).
+ *
+ * MIN and MAX on the avx512 paths compare the 16-bit patterns as integers
+ * (below).
  *
  * A vector whose result holds a NaN goes through the rc_e_* functions, which
  * apply the NaN rule; that is one compare and a branch never taken on
