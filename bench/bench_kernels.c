@@ -27,11 +27,11 @@
  *
  * Every dtype runs SUM, PROD, MIN and MAX out of place; the floating-point
  * types also the sum in place.  float16 and bfloat16 run on the default
- * kernel path and on every other path the CPU has
- * (portable, avx2, avx512, avx512bf16: kernels/kernels.h), side by side in
- * the same rounds.  Every operator's traffic is counted like a sum's
- * (3 x size).  This is why the benchmark links the
- * internal static library rather than libredcoll.so: it switches paths.
+ * kernel path and on every other path the CPU has (portable, avx2, avx512,
+ * avx512bf16: kernels/kernels.h), side by side in the same rounds; this is
+ * why the benchmark links the internal static library rather than
+ * libredcoll.so: it switches paths.  Every operator's traffic is counted
+ * like a sum's (3 x size).
  *
  * Usage: bench_kernels [-a] [rounds [bytes ...]]   (default 31 rounds;
  *        -a: all three buffers at the same offset in their pages)
