@@ -25,11 +25,13 @@
  * cache-resident throughput.  Default sizes: 16 KiB (three buffers fill a
  * 48 KiB L1), 256 KiB (L2), 1 MiB, 64 MiB (beyond L2: DRAM or a large L3).
  *
- * float16 and bfloat16 SUM, MIN and MAX run on every kernel path the CPU
- * has (portable, avx2, avx512: kernels/kernels.h), side by side in the same
- * rounds; the in-place sums on the default path.  MIN and MAX rows count
- * their traffic like a sum (3 x size).  This is why the benchmark links the
- * internal static library rather than libredcoll.so: it switches paths.
+ * Every dtype runs SUM, PROD, MIN and MAX out of place; the floating-point
+ * types also the sum in place.  float16 and bfloat16 run on the default
+ * kernel path and on every other path the CPU has (portable, avx2, avx512,
+ * avx512bf16: kernels/kernels.h), side by side in the same rounds; this is
+ * why the benchmark links the internal static library rather than
+ * libredcoll.so: it switches paths.  Every operator's traffic is counted
+ * like a sum's (3 x size).
  *
  * Usage: bench_kernels [-a] [rounds [bytes ...]]   (default 31 rounds;
  *        -a: all three buffers at the same offset in their pages)
@@ -52,6 +54,8 @@
 
 typedef enum { CASE_MEMCPY, CASE_OP, CASE_OP_INPLACE } case_kind;
 
+static int is_half(redcoll_dtype dt) { return dt == REDCOLL_FLOAT16 || dt == REDCOLL_BFLOAT16; }
+
 typedef struct {
   char name[40];
   case_kind kind;
@@ -60,7 +64,7 @@ typedef struct {
   int path; /* float16 / bfloat16 kernel path, -1 for the default */
 } bench_case;
 
-#define MAX_CASES 64
+#define MAX_CASES 96
 static bench_case cases[MAX_CASES];
 static size_t NCASES;
 
@@ -79,21 +83,30 @@ static void add_case(case_kind kind, redcoll_dtype dt, const redcoll_op *op, con
              kind == CASE_OP_INPLACE ? " in place" : "");
 }
 
+/* Every dtype with SUM, PROD, MIN and MAX out of place (float16 and
+ * bfloat16 on the default path); the in-place sums of the floating-point
+ * types; then float16 and bfloat16 on every other path the CPU has. */
 static void make_cases(void) {
+  static const redcoll_dtype dts[] = {REDCOLL_INT8,    REDCOLL_UINT8,    REDCOLL_INT16,
+                                      REDCOLL_UINT16,  REDCOLL_INT32,    REDCOLL_UINT32,
+                                      REDCOLL_INT64,   REDCOLL_UINT64,   REDCOLL_FLOAT16,
+                                      REDCOLL_BFLOAT16, REDCOLL_FLOAT32, REDCOLL_FLOAT64};
+  static const redcoll_dtype floats[] = {REDCOLL_FLOAT32, REDCOLL_FLOAT64, REDCOLL_FLOAT16,
+                                         REDCOLL_BFLOAT16};
+  const redcoll_op *ops[4] = {REDCOLL_SUM, REDCOLL_PROD, REDCOLL_MIN, REDCOLL_MAX};
+  static const char *const opnames[4] = {"sum", "prod", "min", "max"};
+  int def = redcoll__half_path();
   add_case(CASE_MEMCPY, REDCOLL_UINT8, NULL, "", -1);
-  add_case(CASE_OP, REDCOLL_FLOAT32, REDCOLL_SUM, "sum", -1);
-  add_case(CASE_OP_INPLACE, REDCOLL_FLOAT32, REDCOLL_SUM, "sum", -1);
-  add_case(CASE_OP, REDCOLL_FLOAT64, REDCOLL_SUM, "sum", -1);
-  add_case(CASE_OP_INPLACE, REDCOLL_FLOAT64, REDCOLL_SUM, "sum", -1);
-  static const redcoll_dtype halves[2] = {REDCOLL_BFLOAT16, REDCOLL_FLOAT16};
-  const redcoll_op *ops[3] = {REDCOLL_SUM, REDCOLL_MIN, REDCOLL_MAX};
-  static const char *const opnames[3] = {"sum", "min", "max"};
-  for (int d = 0; d < 2; d++) {
-    for (int o = 0; o < 3; o++)
+  for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++)
+    for (int o = 0; o < 4; o++)
+      add_case(CASE_OP, dts[d], ops[o], opnames[o], is_half(dts[d]) ? def : -1);
+  for (size_t d = 0; d < sizeof floats / sizeof floats[0]; d++)
+    add_case(CASE_OP_INPLACE, floats[d], REDCOLL_SUM, "sum", is_half(floats[d]) ? def : -1);
+  for (size_t d = 2; d < 4; d++)
+    for (int o = 0; o < 4; o++)
       for (int p = 0; p < REDCOLL__HALF_PATHS; p++)
-        if (redcoll__half_path_supported(p)) add_case(CASE_OP, halves[d], ops[o], opnames[o], p);
-    add_case(CASE_OP_INPLACE, halves[d], REDCOLL_SUM, "sum", redcoll__half_path());
-  }
+        if (p != def && redcoll__half_path_supported(p))
+          add_case(CASE_OP, floats[d], ops[o], opnames[o], p);
 }
 
 static volatile unsigned char sink;
@@ -109,7 +122,9 @@ static void fill(void *buf, size_t bytes, redcoll_dtype dt, uint32_t seed) {
       case REDCOLL_FLOAT64: ((double *)buf)[i] = (double)v * 1e-9; break;
       case REDCOLL_FLOAT16: ((uint16_t *)buf)[i] = (uint16_t)(0x3c00u | v); break; /* [1, 2) */
       case REDCOLL_BFLOAT16: ((uint16_t *)buf)[i] = (uint16_t)(0x3f80u | (v & 0x7fu)); break;
-      default: ((unsigned char *)buf)[i] = (unsigned char)v; break;
+      default: memset((unsigned char *)buf + i * redcoll_dtype_size(dt), (int)(v & 0x7fu),
+                      redcoll_dtype_size(dt));
+        break;
     }
   }
 }

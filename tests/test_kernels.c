@@ -1018,6 +1018,7 @@ static void test_half_paths(void) {
   CHECK(strcmp(redcoll__half_path_name(REDCOLL__HALF_PORTABLE), "portable") == 0);
   CHECK(strcmp(redcoll__half_path_name(REDCOLL__HALF_AVX2), "avx2") == 0);
   CHECK(strcmp(redcoll__half_path_name(REDCOLL__HALF_AVX512), "avx512") == 0);
+  CHECK(strcmp(redcoll__half_path_name(REDCOLL__HALF_AVX512BF16), "avx512bf16") == 0);
   CHECK(redcoll__half_path_name(REDCOLL__HALF_PATHS) == NULL);
   CHECK(redcoll__half_path_name(-1) == NULL);
   CHECK_INT(redcoll__half_path_supported(REDCOLL__HALF_PORTABLE), 1);

@@ -4,8 +4,9 @@
  *
  * Every path gives the same bits for every input (see kernels.c); they
  * differ only in speed.  By default the fastest path the CPU has runs;
- * REDCOLL_HALF_KERNELS=portable|avx2|avx512 in the environment, read once,
- * picks another (a path the CPU lacks is ignored, with a warning).
+ * REDCOLL_HALF_KERNELS=portable|avx2|avx512|avx512bf16 in the environment,
+ * read once, picks another (a path the CPU lacks is ignored, with a
+ * warning).
  */
 #ifndef REDCOLL_KERNELS_H
 #define REDCOLL_KERNELS_H
@@ -14,10 +15,11 @@ enum redcoll__half_path {
   REDCOLL__HALF_PORTABLE, /* plain C, vectorised by the compiler */
   REDCOLL__HALF_AVX2,     /* x86-64: AVX2, F16C and FMA */
   REDCOLL__HALF_AVX512,   /* x86-64: AVX-512F besides */
+  REDCOLL__HALF_AVX512BF16, /* x86-64: AVX-512 BF16, BW and DQ besides */
   REDCOLL__HALF_PATHS
 };
 
-/* "portable", "avx2", "avx512"; NULL for anything else. */
+/* "portable", "avx2", "avx512", "avx512bf16"; NULL for anything else. */
 const char *redcoll__half_path_name(int path);
 /* 1 if the path is compiled in and the CPU can run it, else 0. */
 int redcoll__half_path_supported(int path);
