@@ -33,6 +33,8 @@
 #include "internal.h"
 
 #define NB_STACK_KB_DEFAULT 256
+/* Local work between two yields of the fiber (algo/io.c), KiB. */
+#define NB_SLICE_KB_DEFAULT 256
 
 struct redcoll_request {
   redcoll_comm *comm;
@@ -69,6 +71,18 @@ static void op_done(redcoll_transport_op *op, int status) {
   if (__atomic_add_fetch(&nb->handoff, 1, __ATOMIC_ACQ_REL) == 2) drive(c);
 }
 
+/* REDCOLL_NB_SLICE_KB: how much the fiber reduces or copies before it
+ * lets its driver turn (0: all of it). */
+static size_t slice_bytes(const redcoll_comm *c) {
+  uint64_t kb = NB_SLICE_KB_DEFAULT;
+  if (redcoll__env_u64("REDCOLL_NB_SLICE_KB", (uint64_t)1 << 22, &kb) == REDCOLL_EINVAL) {
+    redcoll__log(1, "rank %d: REDCOLL_NB_SLICE_KB wants a number of KiB from 0 to 4194304; "
+                    "using %d", c->rank, NB_SLICE_KB_DEFAULT);
+    kb = NB_SLICE_KB_DEFAULT;
+  }
+  return (size_t)kb << 10;
+}
+
 static redcoll__nb *nb_of(redcoll_comm *c) {
   redcoll__nb *nb = __atomic_load_n(&c->nb, __ATOMIC_ACQUIRE);
   if (nb != NULL) return nb;
@@ -79,6 +93,7 @@ static redcoll__nb *nb_of(redcoll_comm *c) {
     return NULL;
   }
   nb->op_done = op_done;
+  nb->slice = slice_bytes(c);
   /* Requests of a communicator are started by one thread at a time. */
   __atomic_store_n(&c->nb, nb, __ATOMIC_RELEASE);
   return nb;
@@ -154,6 +169,7 @@ static int start_head(redcoll_comm *c, redcoll__nb *nb) {
   if (redcoll__fiber_start(&nb->fiber, fiber_fn, r) != REDCOLL_OK) return REDCOLL_ENOMEM;
   r->tag = c->tag;
   r->deadline_ns = c->deadline_ns;
+  nb->work = 0;
   return REDCOLL_OK;
 }
 

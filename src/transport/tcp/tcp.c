@@ -467,7 +467,7 @@ static void on_nb_idle(uv_idle_t *h);
 static int tcp_post(void *impl, const redcoll_transport_ctx *ctx, const redcoll_transport_msg *sm,
                     const redcoll_transport_msg *rm, redcoll_transport_op *op) {
   redcoll__tcp *t = impl;
-  if ((sm == NULL && rm == NULL) || op == NULL || op->done == NULL ||
+  if (op == NULL || op->done == NULL ||
       (sm != NULL && (sm->peer < 0 || sm->peer >= t->size || sm->peer == t->rank)) ||
       (rm != NULL && (rm->peer < 0 || rm->peer >= t->size || rm->peer == t->rank)))
     return REDCOLL_EINVAL;
@@ -476,7 +476,10 @@ static int tcp_post(void *impl, const redcoll_transport_ctx *ctx, const redcoll_
   o->op = op;
   o->w.chan = ctx->channel;
   o->what = what_of(sm, rm);
-  o->peer = rm != NULL ? rm->peer : sm->peer;
+  /* Neither side: a yield (REDCOLL_TRANSPORT_CAP_YIELD), over at once, so
+   * that the next reap finishes it: the next turn of the loop, or the
+   * next progress. */
+  o->peer = rm != NULL ? rm->peer : sm != NULL ? sm->peer : -1;
   if (sm != NULL) {
     if ((o->w.s = calloc(1, sizeof *o->w.s)) == NULL) {
       free(o);
@@ -878,7 +881,8 @@ static int tcp_info(void *impl, redcoll_transport_info *info) {
   info->gamma = 2.5e-10;
   info->ranks_per_cpu = ranks_per_cpu(t);
   /* On the embedder's loop one thread, the loop's, makes every call. */
-  info->caps = REDCOLL_TRANSPORT_CAP_CHANNELS | (t->ext ? 0 : REDCOLL_TRANSPORT_CAP_THREADS);
+  info->caps = REDCOLL_TRANSPORT_CAP_CHANNELS | REDCOLL_TRANSPORT_CAP_YIELD |
+               (t->ext ? 0 : REDCOLL_TRANSPORT_CAP_THREADS);
   return REDCOLL_OK;
 }
 
