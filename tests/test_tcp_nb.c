@@ -532,6 +532,8 @@ static void count_cb(redcoll_request *req, int status, void *arg) {
 static int rank_fd_poll(redcoll_comm *c, void *arg) {
   shared *sh = arg;
   int p = redcoll_comm_size(c), me = redcoll_comm_rank(c), cnt = 1000;
+  /* Slices of 1 KiB: reductions yield, and a yield must wake the poll. */
+  setenv("REDCOLL_NB_SLICE_KB", "1", 1);
   int fd = redcoll_comm_fd(c);
   if (fd < 0) return REDCOLL_EINVAL;
   int64_t *in = calloc((size_t)POLLED * cnt, sizeof *in);

@@ -510,6 +510,9 @@ static int tcp_post(void *impl, const redcoll_transport_ctx *ctx, const redcoll_
   else t->pend = o;
   t->pend_tail = o;
   redcoll__tcp_kick(t); /* the leader's poll sees the new writes and reads */
+  /* A yield wakes whoever polls the loop's descriptor (a program's own
+   * poll loop, redcoll_comm_fd), whose next progress finishes it. */
+  if (sm == NULL && rm == NULL && !t->ext && !t->leader) uv_async_send(&t->wake);
   if (t->ext) {
     /* It may be over already: the next turn does not wait. */
     uv_idle_start(&t->nb_idle, on_nb_idle);
