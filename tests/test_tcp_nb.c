@@ -636,7 +636,9 @@ typedef struct nbthr {
 
 static void *nb_thread(void *a) {
   nbthr *x = a;
-  int p = redcoll_comm_size(x->c), me = redcoll_comm_rank(x->c), n = 100, cnt = 64;
+  int p = redcoll_comm_size(x->c), me = redcoll_comm_rank(x->c), n = 100;
+  /* The requests reduce 4 KiB and more between two exchanges: in slices. */
+  int cnt = x->blocking ? 64 : 1024;
   if (x->blocking) {
     for (int k = 0; k < n && x->rc == REDCOLL_OK; k++) {
       int64_t v[64], s[64];
@@ -660,6 +662,9 @@ static int rank_threads_nb(redcoll_comm *c, void *arg) {
   (void)arg;
   nbthr x[3];
   memset(x, 0, sizeof x);
+  /* Slices of 1 KiB: the requests yield between two pieces of a
+   * reduction, on two threads that share the transport. */
+  setenv("REDCOLL_NB_SLICE_KB", "1", 1);
   int rc = REDCOLL_OK;
   for (int j = 0; j < 3 && rc == REDCOLL_OK; j++) {
     rc = redcoll_comm_dup(c, &x[j].c);

@@ -19,6 +19,12 @@
  * progress (called from redcoll_wait, redcoll_test or
  * redcoll_comm_progress), a delivery, or the embedder's event loop.
  *
+ * Slices.  Between two exchanges the fiber reduces and copies in slices of
+ * nb->slice bytes (REDCOLL_NB_SLICE_KB); between two slices it posts a
+ * yield (an exchange with neither side, on a transport with
+ * REDCOLL_TRANSPORT_CAP_YIELD) and goes through the same hand-off, so the
+ * thread driving it gets its turn (algo/io.c).
+ *
  * Memory: a request holds its call (a few hundred bytes); the fiber's
  * stack (REDCOLL_NB_STACK_KB, default 256) is mapped once per communicator
  * and reused, and only the pages touched become resident.
