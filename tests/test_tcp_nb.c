@@ -1011,9 +1011,13 @@ static void uv_timer_16m(void) {
      * mostly the transport's: the copy, inside post, of a message of
      * 8 MiB that arrived before its receive was posted (10 to 20 ms of
      * CPU here under load, page faults of fresh memory included).
-     * Bounded loosely, against a stall. */
-    CHECK_MSG(sh->t[8 + r] < 40e-3, "rank %d: the loop worked %.2f ms between two 1 ms ticks", r,
-              sh->t[8 + r] * 1e3);
+     * Bounded loosely, against a stall; CPU time too grows with the load
+     * on this shared virtual machine (page faults and caches: 98 ms at a
+     * load of 27 on 2 CPUs, before the slices as after), so the bound is
+     * 40 ms on a quiet machine and 250 ms on a busy one. */
+    double cpu_bound = quiet ? 40e-3 : 250e-3;
+    CHECK_MSG(sh->t[8 + r] < cpu_bound, "rank %d: the loop worked %.2f ms between two 1 ms ticks",
+              r, sh->t[8 + r] * 1e3);
     if (quiet)
       CHECK_MSG(sh->x[r] < 5e-3, "rank %d: a 1 ms tick came %.2f ms late", r, sh->x[r] * 1e3);
     CHECK_MSG(sh->n[r] > 0, "rank %d: no tick", r);
