@@ -247,6 +247,39 @@ static int rank_raw_fd(redcoll_comm *c, void *arg) {
 
 static void raw_fd(void) { CHECK_INT(tcp_run(3, rank_raw_fd, NULL), REDCOLL_OK); }
 
+/* A yield (REDCOLL_TRANSPORT_CAP_YIELD: post with neither side): not
+ * finished inside post, no wait in a poll (redcoll_tcp_comm_poll_timeout
+ * says 0), finished by the next progress pass with REDCOLL_OK; on a
+ * cancelled channel group post refuses it or it finishes with
+ * REDCOLL_EABORTED. */
+static int rank_raw_yield(redcoll_comm *c, void *arg) {
+  (void)arg;
+  redcoll_transport_info info;
+  memset(&info, 0, sizeof info);
+  CHECK_INT(c->ops->info(c->impl, &info), REDCOLL_OK);
+  CHECK(info.caps & REDCOLL_TRANSPORT_CAP_YIELD);
+  rop r;
+  CHECK_INT(rpost(c, 4, UINT64_MAX, -1, NULL, 0, -1, NULL, 0, &r, NULL), REDCOLL_OK);
+  CHECK_INT(r.calls, 0);
+  int ms = -1;
+  CHECK_INT(redcoll_tcp_comm_poll_timeout(c, &ms), REDCOLL_OK);
+  CHECK_INT(ms, 0);
+  CHECK_INT(c->ops->progress(c->impl, 0), REDCOLL_OK);
+  CHECK_INT(r.calls, 1);
+  CHECK_INT(r.status, REDCOLL_OK);
+  c->ops->cancel(c->impl, 8, REDCOLL_EABORTED);
+  int rc = rpost(c, 8, UINT64_MAX, -1, NULL, 0, -1, NULL, 0, &r, NULL);
+  if (rc == REDCOLL_OK) {
+    CHECK_INT(c->ops->progress(c->impl, 0), REDCOLL_OK);
+    CHECK_INT(r.calls, 1);
+    rc = r.status;
+  }
+  CHECK_INT(rc, REDCOLL_EABORTED);
+  return REDCOLL_OK;
+}
+
+static void raw_yield(void) { CHECK_INT(tcp_run(2, rank_raw_yield, NULL), REDCOLL_OK); }
+
 /* Two threads run chains on channels 4 and 8 with progress, a third
  * blocking exchanges on channel 16: they take turns with the loop, and a
  * thread in progress wakes when another finished its exchange. */
@@ -1030,6 +1063,6 @@ static void uv_timer_16m(void) {
   munmap(sh, sizeof *sh);
 }
 
-TEST_MAIN(TEST(raw_ring), TEST(raw_deadline_cancel), TEST(raw_close), TEST(raw_fd), TEST(raw_threads),
+TEST_MAIN(TEST(raw_ring), TEST(raw_deadline_cancel), TEST(raw_close), TEST(raw_fd), TEST(raw_yield), TEST(raw_threads),
           TEST(raw_uv), TEST(inflight_1000), TEST(dup_concurrent), TEST(fd_poll),
           TEST(peer_killed), TEST(threads_nb), TEST(sliced_bits), TEST(loop_slices), TEST(uv_timer_16m))

@@ -1019,6 +1019,8 @@ REDCOLL_API int redcoll_tcp_comm_poll_timeout(redcoll_comm *c, int *ms) {
   pthread_mutex_lock(&t->mu);
   if (t->leader) {
     *ms = 0; /* another thread runs the loop now: it may have news */
+  } else if (reap(t) > 0 || t->fin != NULL) {
+    *ms = 0; /* an exchange is over (a yield, say): the next progress finishes it */
   } else {
     uv_update_time(t->loop);
     *ms = uv_backend_timeout(t->loop);
