@@ -143,7 +143,10 @@ REDCOLL_API extern const redcoll_op *const REDCOLL_MAXLOC;
 /* A user reduction: out[i] = left[i] (+) right[i] for i < count, elements of
  * the operator's elem_size.  out may be the same pointer as left or right
  * (never a partial overlap).  Called from the thread that called the
- * collective; it must not call back into redcoll on the same communicator. */
+ * collective (for a nonblocking one: the thread that moves it on); it must
+ * not call back into redcoll on the same communicator.  A nonblocking
+ * collective may reduce one vector in several calls on consecutive parts
+ * (REDCOLL_NB_SLICE_KB). */
 typedef void (*redcoll_user_fn)(void *out, const void *left, const void *right, size_t count,
                                 void *ctx);
 
@@ -640,7 +643,11 @@ REDCOLL_API int redcoll_allgatherv_displs(redcoll_comm *c, const void *sendbuf, 
 /* that starts it.  Memory: a request is 176 bytes (x86-64); each          */
 /* communicator with a request running holds one stack for it               */
 /* (REDCOLL_NB_STACK_KB, default 256 KiB of address space, of which only    */
-/* the pages touched are resident: a few KiB).                              */
+/* the pages touched are resident: a few KiB).  Local work: on a transport  */
+/* that takes yields (REDCOLL_TRANSPORT_CAP_YIELD: TCP) reductions and      */
+/* copies run in slices of REDCOLL_NB_SLICE_KB (default 256; 0: in one go), */
+/* with a turn of whatever drives the request between two slices; the bits  */
+/* are those of the blocking call.                                          */
 /* ------------------------------------------------------------------------ */
 
 typedef struct redcoll_request redcoll_request;

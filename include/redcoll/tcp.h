@@ -266,7 +266,8 @@ REDCOLL_API int redcoll_tcp_comm_set_wait_timeout(redcoll_comm *c, uint64_t time
  * timers (a connection retried, the deadline of a posted exchange) are not
  * in the descriptor.  -1: no timer, sleep until it is readable.  It is
  * libuv's uv_backend_timeout of the transport's loop, bounded by the next
- * deadline.  REDCOLL_EINVAL if c is not a TCP communicator, or takes the
+ * deadline; 0 while a posted exchange is over and waits for that call
+ * (a nonblocking collective's yield between two slices of its work).  REDCOLL_EINVAL if c is not a TCP communicator, or takes the
  * shared-memory path between ranks of one host (no_shm 0), which has no
  * descriptor (redcoll_comm_fd is -1 there). */
 REDCOLL_API int redcoll_tcp_comm_poll_timeout(redcoll_comm *c, int *ms);

@@ -99,6 +99,22 @@ typedef struct redcoll_transport_info {
  * does not measure them at the first collective (redcoll_comm_calibrate
  * still does when asked). */
 #define REDCOLL_TRANSPORT_CAP_MODEL_EXACT 4u
+/* Version 4: post accepts send and recv both NULL, a yield.  The core posts
+ * one on a nonblocking collective's fiber between slices of a long local
+ * reduction or copy, so that whoever drives the transport (an event loop's
+ * callbacks above all) gets its turn before the rest of the work.  The
+ * transport finishes a yield with done, REDCOLL_OK, at its next turn:
+ * inside the next progress call, which then returns at once as for any
+ * finished op, and, for a transport that runs on the embedder's event loop
+ * or threads, in the loop's next iteration without waiting for I/O (a
+ * libuv idle handle, say), so that a program that never calls progress
+ * still gets it back.  It must not need a message to arrive, and should
+ * not call done inside post (allowed, but then the work runs on without a
+ * break).  A yield carries ctx like any op: cancel and abort finish it
+ * with their status, and it never waits long enough to meet its
+ * deadline.  Without this bit the core posts no yield, and a nonblocking
+ * collective's local work runs in one go. */
+#define REDCOLL_TRANSPORT_CAP_YIELD 8u
 
 /* The context of one exchange call (version 3). */
 typedef struct redcoll_transport_ctx {
@@ -256,7 +272,9 @@ typedef struct redcoll_transport_ops {
    * given (REDCOLL_EABORTED on the peers), abort all of them, both through
    * done in a later progress (or delivery), never inside cancel or abort.
    * The core calls close and destroy only when no op of theirs is posted.
-   * post and progress need both or neither. */
+   * send and recv are never both NULL, except for a yield on a transport
+   * with REDCOLL_TRANSPORT_CAP_YIELD.  post and progress need both or
+   * neither. */
   int (*post)(void *impl, const redcoll_transport_ctx *ctx, const redcoll_transport_msg *send,
               const redcoll_transport_msg *recv, redcoll_transport_op *op);
 

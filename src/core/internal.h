@@ -242,9 +242,14 @@ int redcoll__bcast_binomial(redcoll_comm *c, void *buf, size_t bytes, int root);
 int redcoll__bcast_linear(redcoll_comm *c, void *buf, size_t bytes, int root);
 
 /* out = left (+) right over count elements of the call's dtype and op, and
- * charges count * esize bytes of reduction work to the transport. */
+ * charges count * esize bytes of reduction work to the transport.  On a
+ * nonblocking collective's fiber a large reduction runs in slices, and the
+ * fiber yields between them (so does redcoll__copy). */
 void redcoll__reduce(const redcoll__call *call, void *out, const void *left, const void *right,
                      size_t count);
+/* memcpy(dst, src, bytes) of the running collective on c (the two do not
+ * overlap), in slices on a nonblocking collective's fiber. */
+void redcoll__copy(redcoll_comm *c, void *dst, const void *src, size_t bytes);
 
 /* Scratch buffer `which` (0 or 1) of at least bytes bytes, kept in the
  * communicator across calls; NULL if memory is short.  Algorithms use buffer
@@ -355,6 +360,10 @@ typedef struct redcoll__nb {
   int op_status;
   int handoff;                  /* atomic: the fiber yielded, done was called */
   int driving;                  /* atomic: threads inside drive */
+  /* Local work on the fiber (algo/io.c): bytes reduced or copied since it
+   * last yielded, and how many it may do before it yields to let the
+   * driver turn (REDCOLL_NB_SLICE_KB; 0: never). */
+  size_t work, slice;
 } redcoll__nb;
 
 /* Starts a checked call as a request that run (api/coll.c's) will run: at

@@ -108,8 +108,15 @@ static int posted(redcoll_comm *c, const redcoll_transport_ctx *ctx,
   *rc = c->ops->post(c->impl, ctx, send, recv, &nb->op);
   if (*rc != REDCOLL_OK) return 1;
   redcoll__fiber_yield(&nb->fiber);
+  nb->work = 0;
   *rc = nb->op_status;
   return 1;
+}
+
+/* The channel of sub-channel sub of c (the communicator's one on a
+ * transport without channels). */
+static uint64_t channel_of(const redcoll_comm *c, unsigned sub) {
+  return c->channel + (c->ep->caps & REDCOLL_TRANSPORT_CAP_CHANNELS ? sub : 0);
 }
 
 /* One exchange with the running collective's tag and deadline: through a
@@ -122,9 +129,7 @@ static int exchange_on(redcoll_comm *c, unsigned sub, uint64_t collective, uint6
   if (dst >= 0) dst = redcoll__peer(c, dst);
   if (src >= 0) src = redcoll__peer(c, src);
   if (o->version >= 3) {
-    /* Without channels everything travels on the communicator's one. */
-    uint64_t ch = c->channel + (c->ep->caps & REDCOLL_TRANSPORT_CAP_CHANNELS ? sub : 0);
-    redcoll_transport_ctx ctx = {deadline_ns, collective, ch};
+    redcoll_transport_ctx ctx = {deadline_ns, collective, channel_of(c, sub)};
     redcoll_transport_msg s = {dst, stag, (void *)sbuf, slen}, r = {src, rtag, rbuf, rlen};
     const redcoll_transport_msg *sp = dst >= 0 ? &s : NULL, *rp = src >= 0 ? &r : NULL;
     int rc;
@@ -161,12 +166,76 @@ int redcoll__sendrecv(redcoll_comm *c, int dst, const void *sbuf, size_t slen, i
   return rc == REDCOLL_OK ? rc : fail_io(c, rc, NULL, dst, src);
 }
 
+/* ---- local work in slices ----------------------------------------------------
+ *
+ * On a nonblocking collective's fiber, whoever resumed it (a callback of
+ * the program's event loop, a wait, the progress thread) runs everything
+ * up to the next exchange, and a reduction or copy of megabytes would hold
+ * that thread for milliseconds.  So there the work goes in slices: once
+ * nb->slice bytes have been reduced or copied since the fiber last
+ * yielded, it posts a yield (an exchange with no send and no receive,
+ * which a transport with REDCOLL_TRANSPORT_CAP_YIELD finishes at its next
+ * turn) and yields, and the rest goes on when the driver comes back.
+ * Blocking collectives, and transports without the bit, do each piece of
+ * work in one go.  An elementwise reduction cut at element boundaries
+ * gives the same bits. */
+
+/* c's fiber, if the running code is on it and may yield between slices. */
+static redcoll__nb *slicing(const redcoll_comm *c) {
+  redcoll__nb *nb = c->nb;
+  if (nb == NULL || nb->slice == 0 || redcoll__fiber_current() != &nb->fiber) return NULL;
+  return c->ep->caps & REDCOLL_TRANSPORT_CAP_YIELD ? nb : NULL;
+}
+
+/* How many of n units of `unit` bytes to do now: what is left of the slice
+ * (at least one), after a yield if nothing is left.  A yield that fails
+ * (the communicator was cancelled) is not waited for: the next exchange
+ * reports the failure. */
+static size_t next_slice(redcoll_comm *c, redcoll__nb *nb, size_t n, size_t unit) {
+  if (nb->work >= nb->slice) {
+    redcoll_transport_ctx ctx = {c->deadline_ns, c->seq, channel_of(c, REDCOLL__CH_COLL)};
+    int rc;
+    (void)posted(c, &ctx, NULL, NULL, &rc);
+    nb->work = 0;
+  }
+  size_t k = (nb->slice - nb->work) / unit;
+  if (k == 0) k = 1;
+  if (k > n) k = n;
+  nb->work += k * unit;
+  return k;
+}
+
 void redcoll__reduce(const redcoll__call *call, void *out, const void *left, const void *right,
                      size_t count) {
   if (count == 0) return;
-  redcoll__kernel_apply(call->dtype, call->op, out, left, right, count);
   redcoll_comm *c = call->comm;
-  if (c->ops->charge != NULL) c->ops->charge(c->impl, count * call->esize);
+  redcoll__nb *nb = slicing(c);
+  size_t es = call->esize;
+  if (nb == NULL) {
+    redcoll__kernel_apply(call->dtype, call->op, out, left, right, count);
+  } else {
+    char *o = out;
+    const char *a = left, *b = right;
+    for (size_t n = count, k; n > 0; n -= k, o += k * es, a += k * es, b += k * es) {
+      k = next_slice(c, nb, n, es);
+      redcoll__kernel_apply(call->dtype, call->op, o, a, b, k);
+    }
+  }
+  if (c->ops->charge != NULL) c->ops->charge(c->impl, count * es);
+}
+
+void redcoll__copy(redcoll_comm *c, void *dst, const void *src, size_t bytes) {
+  redcoll__nb *nb = bytes > 0 ? slicing(c) : NULL;
+  if (nb == NULL) {
+    if (bytes > 0) memcpy(dst, src, bytes);
+    return;
+  }
+  char *d = dst;
+  const char *s = src;
+  for (size_t k; bytes > 0; bytes -= k, d += k, s += k) {
+    k = next_slice(c, nb, bytes, 1);
+    memcpy(d, s, k);
+  }
 }
 
 

@@ -19,6 +19,12 @@
  * progress (called from redcoll_wait, redcoll_test or
  * redcoll_comm_progress), a delivery, or the embedder's event loop.
  *
+ * Slices.  Between two exchanges the fiber reduces and copies in slices of
+ * nb->slice bytes (REDCOLL_NB_SLICE_KB); between two slices it posts a
+ * yield (an exchange with neither side, on a transport with
+ * REDCOLL_TRANSPORT_CAP_YIELD) and goes through the same hand-off, so the
+ * thread driving it gets its turn (algo/io.c).
+ *
  * Memory: a request holds its call (a few hundred bytes); the fiber's
  * stack (REDCOLL_NB_STACK_KB, default 256) is mapped once per communicator
  * and reused, and only the pages touched become resident.
@@ -33,6 +39,8 @@
 #include "internal.h"
 
 #define NB_STACK_KB_DEFAULT 256
+/* Local work between two yields of the fiber (algo/io.c), KiB. */
+#define NB_SLICE_KB_DEFAULT 256
 
 struct redcoll_request {
   redcoll_comm *comm;
@@ -69,6 +77,18 @@ static void op_done(redcoll_transport_op *op, int status) {
   if (__atomic_add_fetch(&nb->handoff, 1, __ATOMIC_ACQ_REL) == 2) drive(c);
 }
 
+/* REDCOLL_NB_SLICE_KB: how much the fiber reduces or copies before it
+ * lets its driver turn (0: all of it). */
+static size_t slice_bytes(const redcoll_comm *c) {
+  uint64_t kb = NB_SLICE_KB_DEFAULT;
+  if (redcoll__env_u64("REDCOLL_NB_SLICE_KB", (uint64_t)1 << 22, &kb) == REDCOLL_EINVAL) {
+    redcoll__log(1, "rank %d: REDCOLL_NB_SLICE_KB wants a number of KiB from 0 to 4194304; "
+                    "using %d", c->rank, NB_SLICE_KB_DEFAULT);
+    kb = NB_SLICE_KB_DEFAULT;
+  }
+  return (size_t)kb << 10;
+}
+
 static redcoll__nb *nb_of(redcoll_comm *c) {
   redcoll__nb *nb = __atomic_load_n(&c->nb, __ATOMIC_ACQUIRE);
   if (nb != NULL) return nb;
@@ -79,6 +99,7 @@ static redcoll__nb *nb_of(redcoll_comm *c) {
     return NULL;
   }
   nb->op_done = op_done;
+  nb->slice = slice_bytes(c);
   /* Requests of a communicator are started by one thread at a time. */
   __atomic_store_n(&c->nb, nb, __ATOMIC_RELEASE);
   return nb;
@@ -154,6 +175,7 @@ static int start_head(redcoll_comm *c, redcoll__nb *nb) {
   if (redcoll__fiber_start(&nb->fiber, fiber_fn, r) != REDCOLL_OK) return REDCOLL_ENOMEM;
   r->tag = c->tag;
   r->deadline_ns = c->deadline_ns;
+  nb->work = 0;
   return REDCOLL_OK;
 }
 

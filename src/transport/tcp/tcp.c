@@ -472,7 +472,7 @@ static void on_nb_idle(uv_idle_t *h);
 static int tcp_post(void *impl, const redcoll_transport_ctx *ctx, const redcoll_transport_msg *sm,
                     const redcoll_transport_msg *rm, redcoll_transport_op *op) {
   redcoll__tcp *t = impl;
-  if ((sm == NULL && rm == NULL) || op == NULL || op->done == NULL ||
+  if (op == NULL || op->done == NULL ||
       (sm != NULL && (sm->peer < 0 || sm->peer >= t->size || sm->peer == t->rank)) ||
       (rm != NULL && (rm->peer < 0 || rm->peer >= t->size || rm->peer == t->rank)))
     return REDCOLL_EINVAL;
@@ -481,7 +481,10 @@ static int tcp_post(void *impl, const redcoll_transport_ctx *ctx, const redcoll_
   o->op = op;
   o->w.chan = ctx->channel;
   o->what = what_of(sm, rm);
-  o->peer = rm != NULL ? rm->peer : sm->peer;
+  /* Neither side: a yield (REDCOLL_TRANSPORT_CAP_YIELD), over at once, so
+   * that the next reap finishes it: the next turn of the loop, or the
+   * next progress. */
+  o->peer = rm != NULL ? rm->peer : sm != NULL ? sm->peer : -1;
   if (sm != NULL) {
     if ((o->w.s = calloc(1, sizeof *o->w.s)) == NULL) {
       free(o);
@@ -512,6 +515,9 @@ static int tcp_post(void *impl, const redcoll_transport_ctx *ctx, const redcoll_
   else t->pend = o;
   t->pend_tail = o;
   redcoll__tcp_kick(t); /* the leader's poll sees the new writes and reads */
+  /* A yield wakes whoever polls the loop's descriptor (a program's own
+   * poll loop, redcoll_comm_fd), whose next progress finishes it. */
+  if (sm == NULL && rm == NULL && !t->ext && !t->leader) uv_async_send(&t->wake);
   if (t->ext) {
     /* It may be over already: the next turn does not wait. */
     uv_idle_start(&t->nb_idle, on_nb_idle);
@@ -883,7 +889,8 @@ static int tcp_info(void *impl, redcoll_transport_info *info) {
   info->gamma = 2.5e-10;
   info->ranks_per_cpu = ranks_per_cpu(t);
   /* On the embedder's loop one thread, the loop's, makes every call. */
-  info->caps = REDCOLL_TRANSPORT_CAP_CHANNELS | (t->ext ? 0 : REDCOLL_TRANSPORT_CAP_THREADS);
+  info->caps = REDCOLL_TRANSPORT_CAP_CHANNELS | REDCOLL_TRANSPORT_CAP_YIELD |
+               (t->ext ? 0 : REDCOLL_TRANSPORT_CAP_THREADS);
   return REDCOLL_OK;
 }
 
@@ -1017,6 +1024,8 @@ REDCOLL_API int redcoll_tcp_comm_poll_timeout(redcoll_comm *c, int *ms) {
   pthread_mutex_lock(&t->mu);
   if (t->leader) {
     *ms = 0; /* another thread runs the loop now: it may have news */
+  } else if (reap(t) > 0 || t->fin != NULL) {
+    *ms = 0; /* an exchange is over (a yield, say): the next progress finishes it */
   } else {
     uv_update_time(t->loop);
     *ms = uv_backend_timeout(t->loop);

@@ -58,19 +58,19 @@ static int alltoall_bruck(const redcoll__call *call) {
     reverse_blocks(w, blk, r, p);
     reverse_blocks(w, blk, 0, p);
   } else {
-    for (int i = 0; i < p; i++) memcpy(w + (size_t)i * blk, in + (size_t)((r + i) % p) * blk, blk);
+    for (int i = 0; i < p; i++) redcoll__copy(c, w + (size_t)i * blk, in + (size_t)((r + i) % p) * blk, blk);
   }
   /* (2) */
   for (int k = 0; (1 << k) < p; k++) {
     int d = 1 << k;
     size_t len = (size_t)redcoll__bruck_moving(p, k) * blk, o = 0;
     for (int i = d; i < p; i++)
-      if (i & d) memcpy(spack + o, w + (size_t)i * blk, blk), o += blk;
+      if (i & d) redcoll__copy(c, spack + o, w + (size_t)i * blk, blk), o += blk;
     rc = redcoll__sendrecv(c, (r + d) % p, spack, len, (r - d + p) % p, rpack, len);
     if (rc != REDCOLL_OK) return rc;
     o = 0;
     for (int i = d; i < p; i++)
-      if (i & d) memcpy(w + (size_t)i * blk, rpack + o, blk), o += blk;
+      if (i & d) redcoll__copy(c, w + (size_t)i * blk, rpack + o, blk), o += blk;
   }
   /* (3) block j = slot (r - j) mod p */
   for (int j = 0; j < p; j++) {

@@ -43,12 +43,12 @@ static int alltoall_pairwise(const redcoll__call *call) {
     size_t all = (size_t)p * call->count * es;
     char *copy = redcoll__scratch(c, 0, all);
     if (copy == NULL) return REDCOLL_ENOMEM;
-    memcpy(copy, out, all);
+    redcoll__copy(c, copy, out, all);
     in = copy;
   }
   block_of(call, 0, r, &so, &sn);
   block_of(call, 1, r, &ro, &rn);
-  if (!call->in_place && sn > 0) memcpy(out + ro * es, in + so * es, sn * es);
+  if (!call->in_place && sn > 0) redcoll__copy(c, out + ro * es, in + so * es, sn * es);
   /* (alltoall in place: the own block is already there) */
   for (int k = 1; k < p; k++) {
     redcoll__pairwise_peers(p, r, k, &dst, &src);

@@ -50,7 +50,7 @@ static int tree_reduce(const redcoll__call *call, int root, const int *from, int
     cur = acc;
   }
   if (parent >= 0) return redcoll__send(c, parent, cur, bytes);
-  if (rank == root && cur != acc) memcpy(acc, cur, bytes);
+  if (rank == root && cur != acc) redcoll__copy(c, acc, cur, bytes);
   return REDCOLL_OK;
 }
 

@@ -82,8 +82,8 @@ static void bv_root_copy(const bv_ctx *t, char *pack, int unpack) {
     int i = bv_real(t, v);
     size_t n = t->call->counts[i] * t->es;
     char *at = buf + t->call->displs[i] * t->es;
-    if (unpack) memcpy(at, pack + o, n);
-    else memcpy(pack + o, at, n);
+    if (unpack) redcoll__copy(t->call->comm, at, pack + o, n);
+    else redcoll__copy(t->call->comm, pack + o, at, n);
     o += n;
   }
 }
@@ -96,7 +96,7 @@ static int gatherv_binomial(const redcoll__call *call) {
   if (t.end > t.v + 1) {
     /* an inner rank: its own block (not at the root), then the children's */
     if ((pack = redcoll__scratch(c, 0, t.sub)) == NULL) return REDCOLL_ENOMEM;
-    if (t.v > 0) memcpy(pack, call->sendbuf, t.own);
+    if (t.v > 0) redcoll__copy(c, pack, call->sendbuf, t.own);
     size_t at = t.v > 0 ? t.own : 0;
     for (int m = 1; t.v + m < t.end; m <<= 1) {
       size_t n = bv_child(&t, t.v, m);
@@ -109,7 +109,7 @@ static int gatherv_binomial(const redcoll__call *call) {
     return t.sub > 0 ? redcoll__send(c, bv_real(&t, redcoll__binom_parent(t.v)), out, t.sub) : REDCOLL_OK;
   }
   if (!call->in_place && t.own > 0)
-    memcpy((char *)call->recvbuf + call->displs[c->rank] * t.es, call->sendbuf, t.own);
+    redcoll__copy(c, (char *)call->recvbuf + call->displs[c->rank] * t.es, call->sendbuf, t.own);
   if (pack != NULL) bv_root_copy(&t, pack, 1);
   return REDCOLL_OK;
 }
@@ -121,14 +121,14 @@ static int scatterv_binomial(const redcoll__call *call) {
   int rc;
   if (t.v == 0) {
     if (!call->in_place && t.own > 0)
-      memcpy(call->recvbuf, (const char *)call->sendbuf + call->displs[c->rank] * t.es, t.own);
+      redcoll__copy(c, call->recvbuf, (const char *)call->sendbuf + call->displs[c->rank] * t.es, t.own);
     if ((pack = redcoll__scratch(c, 0, t.sub - t.own)) == NULL) return REDCOLL_ENOMEM;
     bv_root_copy(&t, pack, 0);
   } else if (t.end > t.v + 1) {
     if ((pack = redcoll__scratch(c, 0, t.sub)) == NULL) return REDCOLL_ENOMEM;
     int parent = bv_real(&t, redcoll__binom_parent(t.v));
     if (t.sub > 0 && (rc = redcoll__recv(c, parent, pack, t.sub)) != REDCOLL_OK) return rc;
-    memcpy(call->recvbuf, pack, t.own);
+    redcoll__copy(c, call->recvbuf, pack, t.own);
   } else {
     int parent = bv_real(&t, redcoll__binom_parent(t.v));
     return t.own > 0 ? redcoll__recv(c, parent, call->recvbuf, t.own) : REDCOLL_OK;

@@ -43,7 +43,7 @@ static int linear_reduce(const redcoll__call *call, const void *input, void *out
         if (root != 0) {
           if ((rc = redcoll__recv(c, 0, out, bytes)) != REDCOLL_OK) return rc;
         } else if (out != input) {
-          memcpy(out, input, bytes);
+          redcoll__copy(c, out, input, bytes);
         }
         continue;
       }
@@ -134,7 +134,7 @@ static int reduce_scatter_linear(const redcoll__call *call) {
       return rc;
   }
   rs_block(call, 0, &off, &n);
-  memcpy(call->recvbuf, acc, n * call->esize);
+  redcoll__copy(c, call->recvbuf, acc, n * call->esize);
   return REDCOLL_OK;
 }
 
@@ -148,7 +148,7 @@ static int allgather_linear(const redcoll__call *call) {
   if (c->rank != 0) {
     if ((rc = redcoll__send(c, 0, call->sendbuf, n * call->esize)) != REDCOLL_OK) return rc;
   } else {
-    if (!call->in_place) memcpy(rbuf, call->sendbuf, n * call->esize);
+    if (!call->in_place) redcoll__copy(c, rbuf, call->sendbuf, n * call->esize);
     for (int i = 1; i < p; i++) {
       rs_block(call, i, &off, &n);
       if ((rc = redcoll__recv(c, i, rbuf + off * call->esize, n * call->esize)) != REDCOLL_OK)

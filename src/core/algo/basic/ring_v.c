@@ -26,7 +26,7 @@ static int allgatherv_ring(const redcoll__call *call) {
   size_t es = call->esize;
   char *out = call->recvbuf;
   const size_t *n = call->counts, *d = call->displs;
-  if (!call->in_place && n[r] > 0) memcpy(out + d[r] * es, call->sendbuf, n[r] * es);
+  if (!call->in_place && n[r] > 0) redcoll__copy(c, out + d[r] * es, call->sendbuf, n[r] * es);
   for (int k = 0; k < p - 1; k++) {
     int sb = redcoll__mod(r - k, p), rb = redcoll__mod(r - k - 1, p);
     rc = redcoll__sendrecv(c, n[sb] > 0 ? (r + 1) % p : -1, n[sb] > 0 ? out + d[sb] * es : NULL,

@@ -41,7 +41,7 @@ static int gather_linear(const redcoll__call *call) {
   for (int i = 0; i < c->size; i++) {
     root_block(call, i, &off, &n);
     if (n == 0 || (i == call->root && call->in_place)) continue;
-    if (i == call->root) memcpy(rb + off * es, call->sendbuf, n * es);
+    if (i == call->root) redcoll__copy(c, rb + off * es, call->sendbuf, n * es);
     else if ((rc = redcoll__recv(c, i, rb + off * es, n * es)) != REDCOLL_OK) return rc;
   }
   return REDCOLL_OK;
@@ -57,7 +57,7 @@ static int scatter_linear(const redcoll__call *call) {
   for (int i = 0; i < c->size; i++) {
     root_block(call, i, &off, &n);
     if (n == 0 || (i == call->root && call->in_place)) continue;
-    if (i == call->root) memcpy(call->recvbuf, sb + off * es, n * es);
+    if (i == call->root) redcoll__copy(c, call->recvbuf, sb + off * es, n * es);
     else if ((rc = redcoll__send(c, i, sb + off * es, n * es)) != REDCOLL_OK) return rc;
   }
   return REDCOLL_OK;

@@ -109,10 +109,6 @@ int redcoll__circ_relative_blocks(int q, const int *skips, int *block) {
 /* ---- helpers ------------------------------------------------------------ */
 
 static int mod(int a, int p) { return redcoll__mod(a, p); } /* short: used all over */
-/* memcpy that accepts a NULL pointer with n == 0 (empty blocks). */
-static void copy(void *dst, const void *src, size_t n) {
-  if (n > 0) memcpy(dst, src, n);
-}
 
 /* Block layout of a vector split in p blocks: regular (each), balanced
  * (total split by redcoll__block_start) or explicit counts. */
@@ -307,7 +303,7 @@ static int rs_core(const redcoll__call *call, const char *input, char *out, cons
   for (int j = 0; j < s1; j++) {
     int b = mod(r - rel[j], p);
     size_t len = blk_len(bl, b);
-    copy(y + at * es, input + blk_off(bl, b) * es, len * es);
+    redcoll__copy(c, y + at * es, input + blk_off(bl, b) * es, len * es);
     at += len;
   }
   rc = redcoll__sendrecv(c, mod(r - 1, p), y, b0 * es, mod(r + 1, p), x, (own + tail) * es);
@@ -382,13 +378,13 @@ static int ag_core(const redcoll__call *call, const circ_blocks *bl, const char 
       if ((tmp = redcoll__scratch(c, 0, (total - lastpos) * es)) == NULL) return REDCOLL_ENOMEM;
       uppr = tmp;
     }
-    if (lowr != own_in) copy(lowr, own_in, blk_len(bl, r) * es);
+    if (lowr != own_in) redcoll__copy(c, lowr, own_in, blk_len(bl, r) * es);
   } else {
     /* [0, last) wraps; [last, p) is blocks r+last-p .. r-1, in place. */
     if ((tmp = redcoll__scratch(c, 0, lastpos * es)) == NULL) return REDCOLL_ENOMEM;
     lowr = tmp;
     uppr = recvbuf + blk_off(bl, r + last - p) * es;
-    copy(lowr, own_in, blk_len(bl, r) * es);
+    redcoll__copy(c, lowr, own_in, blk_len(bl, r) * es);
   }
 
   for (int k = 0; k < q; k++) {
@@ -403,12 +399,12 @@ static int ag_core(const redcoll__call *call, const circ_blocks *bl, const char 
 
   if (r + last > p) {
     size_t first = total - base; /* blocks r .. p-1 */
-    copy(recvbuf + base * es, lowr, first * es);
-    copy(recvbuf, lowr + first * es, (lastpos - first) * es);
+    redcoll__copy(c, recvbuf + base * es, lowr, first * es);
+    redcoll__copy(c, recvbuf, lowr + first * es, (lastpos - first) * es);
   } else if (r > 0) {
     size_t start = blk_off(bl, r + last), first = total - start; /* blocks r+last .. p-1 */
-    copy(recvbuf + start * es, uppr, first * es);
-    copy(recvbuf, uppr + first * es, base * es);
+    redcoll__copy(c, recvbuf + start * es, uppr, first * es);
+    redcoll__copy(c, recvbuf, uppr + first * es, base * es);
   }
 #undef RPOS
   return REDCOLL_OK;
@@ -504,7 +500,7 @@ static int gather_core(const redcoll__call *call, const circ_blocks *bl, const c
   if (head == 0) return redcoll__send(c, mod(v - 1 + root, p), own, ownb);
   if (v == 0) {
     char *mine = rootbuf + blk_off(bl, root) * es;
-    if (mine != own) copy(mine, own, ownb);
+    if (mine != own) redcoll__copy(c, mine, own, ownb);
     for (int k = 0; k < q; k++) {
       int a = skips[k], b = skips[k + 1], from = mod(redcoll__circ_dist(skips, k) + root, p);
       size_t first, len = (vpos(bl, root, b) - vpos(bl, root, a)) * es;
@@ -516,8 +512,8 @@ static int gather_core(const redcoll__call *call, const circ_blocks *bl, const c
       char *t = redcoll__scratch(c, 0, len);
       if (t == NULL) return REDCOLL_ENOMEM;
       if ((rc = redcoll__recv(c, from, t, len)) != REDCOLL_OK) return rc;
-      memcpy(dst, t, first * es);
-      memcpy(rootbuf, t + first * es, len - first * es);
+      redcoll__copy(c, dst, t, first * es);
+      redcoll__copy(c, rootbuf, t + first * es, len - first * es);
     }
     return REDCOLL_OK;
   }
@@ -526,7 +522,7 @@ static int gather_core(const redcoll__call *call, const circ_blocks *bl, const c
   size_t base = vpos(bl, root, v);
 #define GOFF(x) ((vpos(bl, root, v + (x)) - base) * es)
   if ((g = redcoll__scratch(c, 0, GOFF(skips[head]))) == NULL) return REDCOLL_ENOMEM;
-  if (!e) copy(g, own, ownb);
+  if (!e) redcoll__copy(c, g, own, ownb);
   for (int k = 0; k < head; k++) {
     int from = mod(v + redcoll__circ_dist(skips, k) + root, p);
     char *dst = g + GOFF(skips[k]);
@@ -565,14 +561,14 @@ static int scatter_core(const redcoll__call *call, const circ_blocks *bl, const 
       if (first > 0) {
         char *t = redcoll__scratch(c, 0, len);
         if (t == NULL) return REDCOLL_ENOMEM;
-        memcpy(t, src, first * es);
-        memcpy(t + first * es, rootbuf, len - first * es);
+        redcoll__copy(c, t, src, first * es);
+        redcoll__copy(c, t + first * es, rootbuf, len - first * es);
         src = t;
       }
       if ((rc = redcoll__send(c, to, src, len)) != REDCOLL_OK) return rc;
     }
     const char *mine = rootbuf + blk_off(bl, root) * es;
-    if (mine != own) copy(own, mine, ownb);
+    if (mine != own) redcoll__copy(c, own, mine, ownb);
     return REDCOLL_OK;
   }
   size_t base = vpos(bl, root, v);
@@ -592,7 +588,7 @@ static int scatter_core(const redcoll__call *call, const circ_blocks *bl, const 
     if (rc != REDCOLL_OK) return rc;
   }
 #undef GOFF
-  if (!e) copy(own, g, ownb);
+  if (!e) redcoll__copy(c, own, g, ownb);
   return REDCOLL_OK;
 }
 

@@ -516,7 +516,7 @@ static int elim_run(const redcoll__call *call, redcoll_algo algo) {
   }
   if (call->coll == REDCOLL_COLL_REDUCE || rd == work) return REDCOLL_OK;
   /* Not reached for p > 1 (every rank receives something); kept for safety. */
-  memcpy(work, rd, bytes);
+  redcoll__copy(c, work, rd, bytes);
   return REDCOLL_OK;
 }
 

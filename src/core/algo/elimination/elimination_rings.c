@@ -227,7 +227,7 @@ static int elimination_rings(const redcoll__call *call) {
   if (reduce && rank != call->root && (s.work = redcoll__scratch(c, 1, bytes)) == NULL)
     return REDCOLL_ENOMEM;
   if (need > 0 && (s.tmp = redcoll__scratch(c, 0, need * es)) == NULL) return REDCOLL_ENOMEM;
-  if (bytes > 0 && (const void *)s.work != call->sendbuf) memcpy(s.work, call->sendbuf, bytes);
+  if (bytes > 0 && (const void *)s.work != call->sendbuf) redcoll__copy(c, s.work, call->sendbuf, bytes);
 
   for (int t = 0; t < pl.nstages; t++) {
     int base = rank - digit[t] * stride[t];

@@ -177,7 +177,7 @@ static int allreduce_allgather_reduce(const redcoll__call *call) {
   if (slots == NULL) return REDCOLL_ENOMEM;
 
   /* Slot s holds the vector of rank (me + s) mod p. */
-  memcpy(slots, call->sendbuf, vb);
+  redcoll__copy(c, slots, call->sendbuf, vb);
   for (int d = 1; d < p; d <<= 1) {
     size_t len = (size_t)redcoll__ringp_bruck_count(p, d) * vb;
     rc = redcoll__sendrecv(c, (me - d + p) % p, slots, len, (me + d) % p, slots + (size_t)d * vb,
@@ -207,7 +207,7 @@ static int reduce_allgather_reduce(const redcoll__call *call) {
     if (vb > SIZE_MAX / (size_t)held) return REDCOLL_ENOMEM;
     if ((slots = redcoll__scratch(c, 0, (size_t)held * vb)) == NULL) return REDCOLL_ENOMEM;
     if (rr != 0 || (call->in_place && root > 1)) {
-      memcpy(slots, call->sendbuf, vb);
+      redcoll__copy(c, slots, call->sendbuf, vb);
       own = slots;
     }
   }
@@ -256,7 +256,7 @@ static int ring_reduce_phase(const redcoll__call *call, int root, char *pieces, 
    * would be overwritten before its turn (out may only alias v0 or v1). */
   operands o = {pieces, bb, 0, me, in + boff * es};
   if ((const char *)out == in + boff * es && me > 1) {
-    memcpy(pieces + (size_t)me * bb, in + boff * es, bb);
+    redcoll__copy(c, pieces + (size_t)me * bb, in + boff * es, bb);
     o.own_idx = -1;
   }
   reduce_in_order(call, out, &o, p, blen);
@@ -290,14 +290,14 @@ static int allreduce_ring_sequential(const redcoll__call *call) {
     const char *sbuf = ns == 1 ? vecbuf + ss[0].off * es : scr;
     char *rbuf = nr == 1 ? vecbuf + rs[0].off * es : scr + slen * es;
     if (ns == 2) {
-      memcpy(scr, vecbuf + ss[0].off * es, ss[0].len * es);
-      memcpy(scr + ss[0].len * es, vecbuf + ss[1].off * es, ss[1].len * es);
+      redcoll__copy(c, scr, vecbuf + ss[0].off * es, ss[0].len * es);
+      redcoll__copy(c, scr + ss[0].len * es, vecbuf + ss[1].off * es, ss[1].len * es);
     }
     rc = xfer(c, (me - d + p) % p, sbuf, slen * es, (me + d) % p, rbuf, rlen * es);
     if (rc != REDCOLL_OK) return rc;
     if (nr == 2) {
-      memcpy(vecbuf + rs[0].off * es, rbuf, rs[0].len * es);
-      memcpy(vecbuf + rs[1].off * es, rbuf + rs[0].len * es, rs[1].len * es);
+      redcoll__copy(c, vecbuf + rs[0].off * es, rbuf, rs[0].len * es);
+      redcoll__copy(c, vecbuf + rs[1].off * es, rbuf + rs[0].len * es, rs[1].len * es);
     }
   }
   return REDCOLL_OK;

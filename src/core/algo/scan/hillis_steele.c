@@ -38,7 +38,7 @@ static int scan_inclusive(const redcoll__call *call, void *tmp) {
   int p = c->size, r = c->rank, dst, src, rc;
   size_t n = call->count, bytes = n * call->esize;
   char *w = call->recvbuf;
-  if (!call->in_place) memcpy(w, call->sendbuf, bytes);
+  if (!call->in_place) redcoll__copy(c, w, call->sendbuf, bytes);
   for (int d = 1; d < p; d <<= 1) {
     redcoll__hs_peers(p, r, d, &dst, &src);
     if ((rc = redcoll__sendrecv(c, dst, w, bytes, src, tmp, bytes)) != REDCOLL_OK) return rc;
@@ -55,7 +55,7 @@ static int scan_exclusive(const redcoll__call *call, void *tmp, void *w) {
   int keep_last = call->total != NULL;
   size_t n = call->count, bytes = n * call->esize;
   char *e = call->recvbuf;
-  memcpy(w, call->sendbuf, bytes); /* before recvbuf is written: in place they meet */
+  redcoll__copy(c, w, call->sendbuf, bytes); /* before recvbuf is written: in place they meet */
   for (int d = 1; d < p; d <<= 1) {
     redcoll__hs_peers(p, r, d, &dst, &src);
     void *in = have ? tmp : e;
@@ -65,7 +65,7 @@ static int scan_exclusive(const redcoll__call *call, void *tmp, void *w) {
     if (have) redcoll__reduce(call, e, tmp, e, n);
     have = 1;
   }
-  if (keep_last && r == p - 1) memcpy(call->total, w, bytes);
+  if (keep_last && r == p - 1) redcoll__copy(c, call->total, w, bytes);
   return REDCOLL_OK;
 }
 

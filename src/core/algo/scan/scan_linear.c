@@ -35,7 +35,7 @@ static int scan_linear(const redcoll__call *call) {
 
   if (kind == REDCOLL_COLL_SCAN) {
     if (r == 0) {
-      if (!call->in_place) memcpy(out, v, bytes);
+      if (!call->in_place) redcoll__copy(c, out, v, bytes);
     } else {
       void *prev = call->in_place ? tmp : out;
       if ((rc = redcoll__recv(c, r - 1, prev, bytes)) != REDCOLL_OK) return rc;
@@ -54,7 +54,7 @@ static int scan_linear(const redcoll__call *call) {
     void *incl = last ? call->total : call->in_place ? out : tmp;
     if (incl != NULL) redcoll__reduce(call, incl, prev, v, n);
     if (!last && (rc = redcoll__send(c, r + 1, incl, bytes)) != REDCOLL_OK) return rc;
-    if (call->in_place) memcpy(out, tmp, bytes);
+    if (call->in_place) redcoll__copy(c, out, tmp, bytes);
   }
   if (kind != REDCOLL_COLL_EXSCAN_TOTAL) return REDCOLL_OK;
   return redcoll__bcast_linear(c, call->total, bytes, p - 1);

@@ -58,7 +58,7 @@ static int tp_gather_prefix(const tp_ctx *t, char *S, int upto) {
   size_t len = tp_len(t, t->r), lb = len * t->es;
   const char *v = call->sendbuf;
   int dst, src, rc;
-  memcpy(S + (size_t)t->r * lb, v + tp_off(t, t->r) * t->es, lb);
+  redcoll__copy(c, S + (size_t)t->r * lb, v + tp_off(t, t->r) * t->es, lb);
   for (int k = 1; k < t->p; k++) {
     redcoll__pairwise_peers(t->p, t->r, k, &dst, &src);
     rc = redcoll__sendrecv(c, dst, v + tp_off(t, dst) * t->es, tp_len(t, dst) * t->es, src,
@@ -77,7 +77,7 @@ static int tp_return(const tp_ctx *t, const char *S, int shift) {
   char *out = t->call->recvbuf;
   int dst, src, rc;
   if (t->r - shift >= 0)
-    memcpy(out + tp_off(t, t->r) * t->es, S + (size_t)(t->r - shift) * lb, lb);
+    redcoll__copy(c, out + tp_off(t, t->r) * t->es, S + (size_t)(t->r - shift) * lb, lb);
   for (int k = 1; k < t->p; k++) {
     redcoll__pairwise_peers(t->p, t->r, k, &dst, &src);
     int to = dst - shift >= 0 ? dst : -1, from = t->r - shift >= 0 ? src : -1;
@@ -99,15 +99,15 @@ static int tp_return_total(const tp_ctx *t, const char *S) {
   char *spack = redcoll__scratch(c, 1, 4 * bmax), *rpack = spack + 2 * bmax;
   int dst, src, rc;
   if (spack == NULL) return REDCOLL_ENOMEM;
-  memcpy(tot + tp_off(t, t->r) * t->es, T, lb);
-  if (t->r > 0) memcpy(out + tp_off(t, t->r) * t->es, S + (size_t)(t->r - 1) * lb, lb);
+  redcoll__copy(c, tot + tp_off(t, t->r) * t->es, T, lb);
+  if (t->r > 0) redcoll__copy(c, out + tp_off(t, t->r) * t->es, S + (size_t)(t->r - 1) * lb, lb);
   for (int k = 1; k < t->p; k++) {
     redcoll__pairwise_peers(t->p, t->r, k, &dst, &src);
     const char *sb = T;
     size_t sl = lb, rl = tp_len(t, src) * t->es;
     if (dst > 0) {
-      memcpy(spack, S + (size_t)(dst - 1) * lb, lb);
-      memcpy(spack + lb, T, lb);
+      redcoll__copy(c, spack, S + (size_t)(dst - 1) * lb, lb);
+      redcoll__copy(c, spack + lb, T, lb);
       sb = spack;
       sl = 2 * lb;
     }
@@ -115,8 +115,8 @@ static int tp_return_total(const tp_ctx *t, const char *S) {
     rc = redcoll__sendrecv(c, dst, sb, sl, src, rb, t->r > 0 ? 2 * rl : rl);
     if (rc != REDCOLL_OK) return rc;
     if (t->r > 0) {
-      memcpy(out + tp_off(t, src) * t->es, rpack, rl);
-      memcpy(tot + tp_off(t, src) * t->es, rpack + rl, rl);
+      redcoll__copy(c, out + tp_off(t, src) * t->es, rpack, rl);
+      redcoll__copy(c, tot + tp_off(t, src) * t->es, rpack + rl, rl);
     }
   }
   return REDCOLL_OK;
