@@ -18,6 +18,7 @@ HEADERS = [
     ("transport.h", "Bringing your own transport"),
     ("mock.h", "The simulator"),
     ("threads.h", "The threads transport"),
+    ("hier.h", "Hosts x threads: the hier world (docs/hier.md)"),
     ("tcp.h", "The TCP transport"),
     ("push.h", "The push transport: the program's own messages"),
     ("mpi.h", "The MPI transport (built with an MPI; docs/mpi.md)"),

@@ -54,9 +54,9 @@ pc=$("$sim" --coll allreduce --algo recursive_doubling --p 2-8:x2,11-17:+6 --cou
   || die "ranges of p and count: $pc"
 algos() { "$sim" "$@" | grep -o '"requested":"[a-z0-9_]*"' | cut -d'"' -f4 | tr '\n' ' '; }
 a=$(algos --coll bcast --algo all --p 4 --count 2 --root 1)
-[ "$a" = "linear binary_tree circulant " ] || die "bcast --algo all: $a"
+[ "$a" = "linear binary_tree circulant two_level " ] || die "bcast --algo all: $a"
 a=$(algos --coll allreduce --algo auto,all,linear --p 5 --count 3 --op noncomm)
-[ "$a" = "auto linear binary_tree recursive_doubling halving_doubling binary_blocks elimination elimination_nonoverlap elimination_2to1 elimination_rings allgather_reduce ring_sequential " ] \
+[ "$a" = "auto linear binary_tree recursive_doubling halving_doubling binary_blocks elimination elimination_nonoverlap elimination_2to1 elimination_rings allgather_reduce ring_sequential two_level " ] \
   || die "--algo auto,all with noncomm skips the commutative-only ones, once each: $a"
 a=$(algos --coll allreduce --algo all --p 5 --count 3 --op sumrandom)
 case " $a" in *" circulant "*) die "--algo all with sumrandom keeps circulant (its ranks may differ)";; esac
