@@ -196,6 +196,12 @@ typedef struct mock_run {
   int edges_failed;
   char *report;          /* error events, one per line */
   size_t report_len, report_cap;
+  /* Hosts (cfg.ranks_per_host, cfg.hosts); all NULL when every rank is
+   * its own host. */
+  uint32_t *hosts;       /* p entries: the host of each rank, for info */
+  uint32_t *host_idx;    /* p entries: the host's index, 0 .. nhosts - 1 */
+  uint32_t nhosts;
+  double *host_out_free, *host_in_free; /* nhosts entries: when the host's links are free */
 } mock_run;
 
 #if defined(__SANITIZE_ADDRESS__)
