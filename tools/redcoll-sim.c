@@ -173,7 +173,8 @@ static const struct {
     {"count", 0},  {"dtype", 1},          {"op", 1},             {"root", 0},
     {"in_place", 0}, {"bytes", 0},        {"ok", 0},             {"status", 1},
     {"time", 0},   {"rounds", 0},         {"max_bytes_sent", 0}, {"max_bytes_recv", 0},
-    {"max_bytes_reduced", 0}, {"msgs", 0}, {"max_host_bytes_out", 0}, {"error", 1},
+    {"max_bytes_reduced", 0}, {"msgs", 0}, {"max_host_bytes_out", 0},
+    {"model_time", 0}, {"error", 1},
 };
 #define NKEYS (sizeof keys / sizeof keys[0])
 
@@ -508,6 +509,15 @@ int main(int argc, char **argv) {
           snprintf(num[16], 32, "%llu", (unsigned long long)res.max_bytes_reduced);
           snprintf(num[17], 32, "%llu", (unsigned long long)res.msgs);
           snprintf(num[18], 32, "%llu", (unsigned long long)res.max_host_bytes_out);
+          /* The cost formula of the algorithm that ran, under the
+           * simulator's alpha, beta, gamma (null: none). */
+          double mt;
+          if (redcoll_cost_predict(tc.coll, res.algo, tc.p, tc.count, check_elem_size(&tc),
+                                   tc.threshold ? tc.threshold : REDCOLL_DEFAULT_THRESHOLD,
+                                   tc.mock.alpha, tc.mock.beta, tc.mock.gamma, &mt) == REDCOLL_OK)
+            snprintf(num[19], 32, "%.17g", mt);
+          else
+            snprintf(num[19], 32, "null");
           const char *val[NKEYS] = {
               redcoll_coll_name(tc.coll), redcoll_algo_name(res.algo),
               redcoll_algo_name(tc.algo), num[3], num[4],
@@ -516,7 +526,7 @@ int main(int argc, char **argv) {
                                              : redcoll_dtype_name(tc.dtype),
               op_name(tc.op), num[7], tc.in_place ? "true" : "false", num[9],
               res.ok ? "true" : "false", redcoll_status_name(res.status), num[12], num[13],
-              num[14], num[15], num[16], num[17], num[18], res.ok ? NULL : res.error};
+              num[14], num[15], num[16], num[17], num[18], num[19], res.ok ? NULL : res.error};
           put_line(val, csv);
           fflush(stdout);
           if (!res.ok && report[0]) fprintf(stderr, "%s\n", report);

@@ -193,9 +193,9 @@ static int make_shape(const check_case *tc, shape *s) {
   if (!s->in_count || !s->out_count || !s->out_off) return -1;
   size_t total = 0;
   for (int r = 0; r < p; r++) total += tc->counts ? tc->counts[r] : tc->count;
-  for (int r = 0; r < p; r++) {
-    size_t cr = tc->counts ? tc->counts[r] : tc->count, off = 0;
-    for (int q = 0; q < r; q++) off += tc->counts ? tc->counts[q] : tc->count;
+  size_t off = 0; /* the elements of the blocks of ranks before r */
+  for (int r = 0; r < p; off += tc->counts ? tc->counts[r] : tc->count, r++) {
+    size_t cr = tc->counts ? tc->counts[r] : tc->count;
     switch (tc->coll) {
       case REDCOLL_COLL_ALLREDUCE:
       case REDCOLL_COLL_BCAST:
