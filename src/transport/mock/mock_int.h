@@ -33,7 +33,10 @@
  * whatever the interleaving.  Transfers occupy the sender's outgoing link
  * and the receiver's incoming link for len * beta (the alpha is latency,
  * not occupancy): a rank's concurrent transfers in one direction queue in
- * the order they matched.
+ * the order they matched.  With hosts (cfg.ranks_per_host, cfg.hosts) a
+ * transfer between hosts also occupies its sending host's outgoing and its
+ * receiving host's incoming link, shared by the host's ranks; one inside a
+ * host costs local_alpha and local_beta and leaves the host links alone.
  *
  * A world made by redcoll_mock_world_create has no coroutines: its ranks
  * are the program's own threads, and a baton under one mutex takes the
