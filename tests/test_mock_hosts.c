@@ -23,6 +23,7 @@
 typedef struct {
   int to[MAXR], from[MAXR];
   size_t n;
+  size_t charge[MAXR]; /* bytes reduced before the exchange */
   int rc[MAXR];
   redcoll_transport_info info[MAXR];
   int info_rc[MAXR];
@@ -39,6 +40,7 @@ static int prog_plan(redcoll_comm *c, void *arg) {
   unsigned char sb[64], rb[64];
   memset(sb, r + 1, sizeof sb);
   int to = pl->to[r], from = pl->from[r];
+  if (pl->charge[r] > 0) c->ops->charge(c->impl, pl->charge[r]);
   if (to < 0 && from < 0) return pl->rc[r] = REDCOLL_OK;
   if (to >= 0 && from >= 0) pl->rc[r] = raw_exchange(c, to, 5, sb, pl->n, from, 5, rb, pl->n);
   else if (to >= 0) pl->rc[r] = raw_send(c, to, 5, sb, pl->n);
@@ -146,7 +148,7 @@ static void test_shared_host_link(void) {
   for (uint64_t seed = 1; seed <= 6; seed++) {
     redcoll_mock_config cfg = cfg_hosts(2, seed);
     plan pl;
-    redcoll_mock_stats st[4];
+    redcoll_mock_stats st[6];
     plan_init(&pl, 10);
     plan_msg(&pl, 0, 2);
     plan_msg(&pl, 1, 3);
@@ -273,6 +275,34 @@ static void test_eager(void) {
   }
 }
 
+/* Transfers take a host link in the order of their ready times, whatever
+ * order the scheduler matched them in: rank 0 first reduces 100 bytes at
+ * gamma 1 and sends to 2 at 100, rank 1 sends to 3 at 0.  1 -> 3 ends at
+ * 6, 0 -> 2 at 100 + 6 = 106, for every seed. */
+static void test_ready_order(void) {
+  for (uint64_t seed = 1; seed <= 8; seed++) {
+    redcoll_mock_config cfg = cfg_hosts(2, seed);
+    cfg.gamma = 1;
+    plan pl;
+    redcoll_mock_stats st[4];
+    plan_init(&pl, 10);
+    plan_msg(&pl, 0, 2);
+    plan_msg(&pl, 1, 3);
+    pl.charge[0] = 100;
+    run_plan(4, &cfg, &pl, st);
+    CHECK_DBL(st[1].time, 6.0);
+    CHECK_DBL(st[3].time, 6.0);
+    CHECK_DBL(st[0].time, 106.0);
+    CHECK_DBL(st[2].time, 106.0);
+    /* 0 sends at 3 instead: the link is busy until 5, so 0 -> 2 starts
+     * at 5 and ends at 11. */
+    pl.charge[0] = 3;
+    run_plan(4, &cfg, &pl, st);
+    CHECK_DBL(st[1].time, 6.0);
+    CHECK_DBL(st[0].time, 11.0);
+  }
+}
+
 /* ---- one level unchanged ----------------------------------------------------- */
 
 typedef struct {
@@ -368,5 +398,38 @@ static void test_allreduce_hosts(void) {
   free(tr[1]);
 }
 
+/* Blocking collectives over hosts give the same clocks and volumes for
+ * every seed (the host links are taken in ready-time order), on even and
+ * uneven hosts. */
+static void test_seeds(void) {
+  static const redcoll_algo algos[] = {REDCOLL_ALGO_RING, REDCOLL_ALGO_HALVING_DOUBLING,
+                                       REDCOLL_ALGO_ELIMINATION, REDCOLL_ALGO_BINARY_TREE};
+  static const uint32_t uneven[12] = {1, 1, 1, 1, 1, 2, 2, 2, 0, 1, 2, 3};
+  for (size_t k = 0; k < sizeof algos / sizeof algos[0]; k++) {
+    for (int v = 0; v < 2; v++) {
+      coll_arg a;
+      memset(&a, 0, sizeof a);
+      a.algo = algos[k];
+      redcoll_mock_stats ref[12], st[12];
+      for (uint64_t seed = 1; seed <= 5; seed++) {
+        redcoll_mock_config cfg = cfg_hosts(v == 0 ? 4 : 0, seed);
+        cfg.beta = 0.01, cfg.local_beta = 0.001, cfg.gamma = 0.0005;
+        if (v == 1) cfg.hosts = uneven;
+        CHECK_INT(redcoll_mock_run(12, &cfg, prog_allreduce, &a, seed == 1 ? ref : st),
+                  REDCOLL_OK);
+        for (int r = 0; r < 12; r++)
+          for (int i = 0; i < 40; i++) CHECK_DBL(a.out[r][i], 12.0 * i + 40.0 * 66);
+        if (seed == 1) continue;
+        for (int r = 0; r < 12; r++) {
+          CHECK_DBL(st[r].time, ref[r].time);
+          CHECK_INT(st[r].rounds, ref[r].rounds);
+          CHECK_INT(st[r].bytes_sent_host, ref[r].bytes_sent_host);
+        }
+      }
+    }
+  }
+}
+
 TEST_MAIN(TEST(test_info), TEST(test_shared_host_link), TEST(test_local), TEST(test_uneven),
-          TEST(test_eager), TEST(test_one_level), TEST(test_allreduce_hosts))
+          TEST(test_eager), TEST(test_ready_order), TEST(test_one_level),
+          TEST(test_allreduce_hosts), TEST(test_seeds))

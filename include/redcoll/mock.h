@@ -83,7 +83,8 @@ typedef struct redcoll_mock_config {
    * ranks of one host costs local_alpha + n * local_beta on the ranks' own
    * links; one between hosts costs alpha + n * beta and also occupies the
    * sending host's outgoing and the receiving host's incoming link, which
-   * the host's ranks share.  The communicators' transport info gives the
+   * the host's ranks share, in the order the transfers are ready (the same
+   * clocks for every seed).  The communicators' transport info gives the
    * hosts (NULL when every rank is its own host) and local_alpha and
    * local_beta as they are here. */
   uint32_t ranks_per_host;

@@ -54,8 +54,26 @@ static void op_finished(mock_run *run, mock_op *op) {
 
 /* Ends op with err: whatever half is still open is withdrawn (its
  * rendezvous message leaves the queue, its receive is unposted). */
+/* Drops the untimed transfers of op; the op at their other end loses its
+ * count (its half stays open: whatever ended op ends it too, or the
+ * deadlock report names it). */
+static void drop_xfers(mock_run *run, mock_op *op) {
+  for (mock_xfer **at = &run->xfers; *at != NULL && op->deferred > 0;) {
+    mock_xfer *x = *at;
+    if (x->sop != op && x->rop != op) {
+      at = &x->next;
+      continue;
+    }
+    *at = x->next;
+    x->sop->deferred--;
+    x->rop->deferred--;
+    free(x);
+  }
+}
+
 void redcoll__mock_cancel_op(mock_run *run, mock_op *op, int err) {
   if (op->finished) return;
+  if (op->deferred > 0) drop_xfers(run, op);
   if (op->send_active) {
     if (!op->rv.eager) redcoll__mock_pair_remove(run, &op->rv);
     op->send_active = 0;
@@ -381,6 +399,19 @@ static void deliver(mock_run *run, mock_msg *m, mock_op *rop) {
     redcoll__mock_record(run, m, m->start, m->end, m->rend);
     free(m);
     half_done(run, rop, 0, REDCOLL_OK, end, rend);
+  } else if (run->host_idx != NULL && between_hosts(run, m->src, m->dst)) {
+    /* Between hosts: timed later, in ready-time order (xfer_step). */
+    mock_xfer *x = malloc(sizeof *x);
+    if (x == NULL) {
+      half_done(run, m->op, 1, REDCOLL_ENOMEM, 0, 0);
+      half_done(run, rop, 0, REDCOLL_ENOMEM, 0, 0);
+      return;
+    }
+    *x = (mock_xfer){run->xfers, m->op, rop, m->src, m->dst, m->chan, m->tag, m->len,
+                     max_d(m->post, rop->rpost_t), max_u(m->rpost, rop->rpost_r)};
+    run->xfers = x;
+    m->op->deferred++;
+    rop->deferred++;
   } else {
     redcoll__mock_record(run, m, start, end, rend);
     double *ho, *hi, occupy;
@@ -394,6 +425,43 @@ static void deliver(mock_run *run, mock_msg *m, mock_op *rop) {
     half_done(run, m->op, 1, REDCOLL_OK, end, rend);
     half_done(run, rop, 0, REDCOLL_OK, end, rend);
   }
+}
+
+/* Whether x is to be timed before y: ready time, then source,
+ * destination, channel (the seed has no say). */
+static int xfer_before(const mock_xfer *x, const mock_xfer *y) {
+  if (x->ready != y->ready) return x->ready < y->ready;
+  if (x->src != y->src) return x->src < y->src;
+  if (x->dst != y->dst) return x->dst < y->dst;
+  return x->chan < y->chan;
+}
+
+int redcoll__mock_xfer_step(mock_run *run) {
+  if (run->xfers == NULL) return 0;
+  mock_xfer **best = &run->xfers;
+  for (mock_xfer **at = &run->xfers; *at != NULL; at = &(*at)->next)
+    if (xfer_before(*at, *best)) best = at;
+  mock_xfer *x = *best;
+  *best = x->next;
+  mock_rank *sr = &run->ranks[x->src], *rr = &run->ranks[x->dst];
+  double *ho, *hi, occupy;
+  double lat = msg_time(run, x->src, x->dst, x->len, &occupy);
+  host_links(run, x->src, x->dst, &ho, &hi);
+  double start = max_d(max_d(x->ready, max_d(sr->out_free, rr->in_free)), max_d(*ho, *hi));
+  double end = start + lat + occupy;
+  uint64_t rend = x->rready + 1;
+  sr->out_free = rr->in_free = *ho = *hi = start + occupy;
+  mock_msg m = {.src = x->src, .dst = x->dst, .chan = x->chan, .tag = x->tag, .len = x->len};
+  redcoll__mock_record(run, &m, start, end, rend);
+  sr->st.msgs_sent++;
+  sr->st.bytes_sent += x->len;
+  sr->st.bytes_sent_host += x->len;
+  x->sop->deferred--;
+  x->rop->deferred--;
+  half_done(run, x->sop, 1, REDCOLL_OK, end, rend);
+  half_done(run, x->rop, 0, REDCOLL_OK, end, rend);
+  free(x);
+  return 1;
 }
 
 /* The first open receive of rank d from src on chan, in post order. */

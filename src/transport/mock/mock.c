@@ -493,6 +493,11 @@ static void run_free(mock_run *run) {
       next = op->next;
       if (op->top != NULL) free(op);
     }
+  while (run->xfers != NULL) {
+    mock_xfer *x = run->xfers;
+    run->xfers = x->next;
+    free(x);
+  }
   while (run->free_pairs != NULL) {
     mock_pair *q = run->free_pairs;
     run->free_pairs = q->next;
