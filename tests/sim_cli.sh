@@ -34,19 +34,25 @@ done
 # header and the same keys, the error column empty when ok.
 "$sim" --coll allreduce --algo linear,ring --p 3,5 --count 1-2 --format csv >"$tmp/csv" || die "csv exit status $?"
 cat >"$tmp/csv.want" <<'EOF'
-coll,algo,requested,p,count,dtype,op,root,in_place,bytes,ok,status,time,rounds,max_bytes_sent,max_bytes_recv,max_bytes_reduced,msgs,error
-allreduce,linear,linear,3,1,float64,sum,0,false,8,true,REDCOLL_OK,4,4,16,16,16,4,
-allreduce,ring,ring,3,1,float64,sum,0,false,8,true,REDCOLL_OK,4,4,16,16,16,12,
-allreduce,linear,linear,3,2,float64,sum,0,false,16,true,REDCOLL_OK,4,4,32,32,32,4,
-allreduce,ring,ring,3,2,float64,sum,0,false,16,true,REDCOLL_OK,4,4,24,24,16,12,
-allreduce,linear,linear,5,1,float64,sum,0,false,8,true,REDCOLL_OK,8,8,32,32,32,8,
-allreduce,ring,ring,5,1,float64,sum,0,false,8,true,REDCOLL_OK,8,8,16,32,32,40,
-allreduce,linear,linear,5,2,float64,sum,0,false,16,true,REDCOLL_OK,8,8,64,64,64,8,
-allreduce,ring,ring,5,2,float64,sum,0,false,16,true,REDCOLL_OK,8,8,32,40,32,40,
+coll,algo,requested,p,count,dtype,op,root,in_place,bytes,ok,status,time,rounds,max_bytes_sent,max_bytes_recv,max_bytes_reduced,msgs,max_host_bytes_out,model_time,error
+allreduce,linear,linear,3,1,float64,sum,0,false,8,true,REDCOLL_OK,4,4,16,16,16,4,16,4,
+allreduce,ring,ring,3,1,float64,sum,0,false,8,true,REDCOLL_OK,4,4,16,16,16,12,16,4,
+allreduce,linear,linear,3,2,float64,sum,0,false,16,true,REDCOLL_OK,4,4,32,32,32,4,32,4,
+allreduce,ring,ring,3,2,float64,sum,0,false,16,true,REDCOLL_OK,4,4,24,24,16,12,24,4,
+allreduce,linear,linear,5,1,float64,sum,0,false,8,true,REDCOLL_OK,8,8,32,32,32,8,32,8,
+allreduce,ring,ring,5,1,float64,sum,0,false,8,true,REDCOLL_OK,8,8,16,32,32,40,16,8,
+allreduce,linear,linear,5,2,float64,sum,0,false,16,true,REDCOLL_OK,8,8,64,64,64,8,64,8,
+allreduce,ring,ring,5,2,float64,sum,0,false,16,true,REDCOLL_OK,8,8,32,40,32,40,32,8,
 EOF
 diff "$tmp/csv.want" "$tmp/csv" >&2 || die "--format csv with lists of p, count and algo"
-[ "$("$sim" --coll allreduce --algo linear --p 5 --count 2)" = '{"coll":"allreduce","algo":"linear","requested":"linear","p":5,"count":2,"dtype":"float64","op":"sum","root":0,"in_place":false,"bytes":16,"ok":true,"status":"REDCOLL_OK","time":8,"rounds":8,"max_bytes_sent":64,"max_bytes_recv":64,"max_bytes_reduced":64,"msgs":8}' ] \
+[ "$("$sim" --coll allreduce --algo linear --p 5 --count 2)" = '{"coll":"allreduce","algo":"linear","requested":"linear","p":5,"count":2,"dtype":"float64","op":"sum","root":0,"in_place":false,"bytes":16,"ok":true,"status":"REDCOLL_OK","time":8,"rounds":8,"max_bytes_sent":64,"max_bytes_recv":64,"max_bytes_reduced":64,"msgs":8,"max_host_bytes_out":64,"model_time":8}' ] \
   || die "the JSON line of a run differs from its CSV row"
+# Two hosts of two ranks: linear allreduce, root 0 takes from 1 (inside its
+# host, local alpha 0.5), 2 and 3 (alpha 1), then sends back: 5; each host
+# sends 16 bytes to the other while rank 0 sends 24.
+h=$("$sim" --coll allreduce --algo linear --p 4 --count 1 --ranks-per-host 2 --local-alpha 0.5 | grep -o '"time.*')
+[ "$h" = '"time":5,"rounds":6,"max_bytes_sent":24,"max_bytes_recv":24,"max_bytes_reduced":24,"msgs":6,"max_host_bytes_out":16,"model_time":6}' ] \
+  || die "--ranks-per-host 2 --local-alpha 0.5: $h"
 # Geometric ranges with K suffixes, steps, and --algo all with its skips.
 pc=$("$sim" --coll allreduce --algo recursive_doubling --p 2-8:x2,11-17:+6 --count 8-1K:x8 |
   grep -o '"p":[0-9]*,"count":[0-9]*' | tr '\n' ' ')

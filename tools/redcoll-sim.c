@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,7 +45,13 @@ static void usage(FILE *f) {
           "  --root R   root rank (default 0); --root all runs every root\n"
           "  --in-place use REDCOLL_IN_PLACE\n"
           "  --threshold BYTES   butterfly block threshold b\n"
-          "  --alpha A --beta B --gamma G   cost model (default 1 0 0)\n"
+          "  --alpha A --beta B --gamma G   cost model (default 1 0 0); with\n"
+          "             --ranks-per-host, alpha and beta are between hosts\n"
+          "  --ranks-per-host T  T consecutive ranks per host (0 or 1: every\n"
+          "             rank its own host); max_host_bytes_out is the most\n"
+          "             bytes one host sent to other hosts\n"
+          "  --local-alpha A --local-beta B  cost of a message inside a host\n"
+          "             (default 0 0)\n"
           "  --model A,B,G  the cost model --algo auto chooses by (default: the\n"
           "             simulator's --alpha, --beta, --gamma); the line's algo is\n"
           "             the algorithm it chose\n"
@@ -166,7 +173,8 @@ static const struct {
     {"count", 0},  {"dtype", 1},          {"op", 1},             {"root", 0},
     {"in_place", 0}, {"bytes", 0},        {"ok", 0},             {"status", 1},
     {"time", 0},   {"rounds", 0},         {"max_bytes_sent", 0}, {"max_bytes_recv", 0},
-    {"max_bytes_reduced", 0}, {"msgs", 0}, {"error", 1},
+    {"max_bytes_reduced", 0}, {"msgs", 0}, {"max_host_bytes_out", 0},
+    {"model_time", 0}, {"error", 1},
 };
 #define NKEYS (sizeof keys / sizeof keys[0])
 
@@ -380,6 +388,13 @@ int main(int argc, char **argv) {
       bad = parse_double(val, &tc.mock.beta);
     } else if (strcmp(a, "--gamma") == 0) {
       bad = parse_double(val, &tc.mock.gamma);
+    } else if (strcmp(a, "--ranks-per-host") == 0) {
+      bad = parse_u64(val, &v) || v > UINT32_MAX;
+      tc.mock.ranks_per_host = (uint32_t)v;
+    } else if (strcmp(a, "--local-alpha") == 0) {
+      bad = parse_double(val, &tc.mock.local_alpha);
+    } else if (strcmp(a, "--local-beta") == 0) {
+      bad = parse_double(val, &tc.mock.local_beta);
     } else if (strcmp(a, "--model") == 0) {
       model = val;
     } else if (strcmp(a, "--seed") == 0) {
@@ -493,6 +508,16 @@ int main(int argc, char **argv) {
           snprintf(num[15], 32, "%llu", (unsigned long long)res.max_bytes_recv);
           snprintf(num[16], 32, "%llu", (unsigned long long)res.max_bytes_reduced);
           snprintf(num[17], 32, "%llu", (unsigned long long)res.msgs);
+          snprintf(num[18], 32, "%llu", (unsigned long long)res.max_host_bytes_out);
+          /* The cost formula of the algorithm that ran, under the
+           * simulator's alpha, beta, gamma (null: none). */
+          double mt;
+          if (redcoll_cost_predict(tc.coll, res.algo, tc.p, tc.count, check_elem_size(&tc),
+                                   tc.threshold ? tc.threshold : REDCOLL_DEFAULT_THRESHOLD,
+                                   tc.mock.alpha, tc.mock.beta, tc.mock.gamma, &mt) == REDCOLL_OK)
+            snprintf(num[19], 32, "%.17g", mt);
+          else
+            snprintf(num[19], 32, "null");
           const char *val[NKEYS] = {
               redcoll_coll_name(tc.coll), redcoll_algo_name(res.algo),
               redcoll_algo_name(tc.algo), num[3], num[4],
@@ -501,7 +526,7 @@ int main(int argc, char **argv) {
                                              : redcoll_dtype_name(tc.dtype),
               op_name(tc.op), num[7], tc.in_place ? "true" : "false", num[9],
               res.ok ? "true" : "false", redcoll_status_name(res.status), num[12], num[13],
-              num[14], num[15], num[16], num[17], res.ok ? NULL : res.error};
+              num[14], num[15], num[16], num[17], num[18], num[19], res.ok ? NULL : res.error};
           put_line(val, csv);
           fflush(stdout);
           if (!res.ok && report[0]) fprintf(stderr, "%s\n", report);

@@ -74,10 +74,26 @@ typedef struct redcoll_mock_config {
   int stall_rank;
   uint64_t stall_after;
   double stall_time;
+  /* Two levels (docs/simulator.md, "Hosts"): ranks_per_host T > 1 puts
+   * ranks 0..T-1 on host 0, T..2T-1 on host 1 and so on (the last host may
+   * have fewer); 0 or 1: every rank is its own host, the one-level model.
+   * hosts, if not NULL, has p entries and overrides ranks_per_host: ranks
+   * with equal values share a host, in any order (uneven hosts, ranks of
+   * one host not consecutive); the run copies it.  A message between two
+   * ranks of one host costs local_alpha + n * local_beta on the ranks' own
+   * links; one between hosts costs alpha + n * beta and also occupies the
+   * sending host's outgoing and the receiving host's incoming link, which
+   * the host's ranks share, in the order the transfers are ready (the same
+   * clocks for every seed).  The communicators' transport info gives the
+   * hosts (NULL when every rank is its own host) and local_alpha and
+   * local_beta as they are here. */
+  uint32_t ranks_per_host;
+  const uint32_t *hosts;
+  double local_alpha, local_beta;
 } redcoll_mock_config;
 
 /* alpha = 1, beta = gamma = 0, seed 1, eager 0, fail_rank and stall_rank
- * -1, rest zero. */
+ * -1, rest zero (every rank its own host). */
 REDCOLL_API void redcoll_mock_config_init(redcoll_mock_config *cfg);
 
 typedef struct redcoll_mock_stats {
@@ -88,6 +104,8 @@ typedef struct redcoll_mock_stats {
   uint64_t bytes_reduced;
   int status;              /* what fn returned */
   uint64_t calls;          /* transport calls (send, recv, sendrecv) made */
+  uint64_t bytes_sent_host; /* of bytes_sent, those to ranks of other hosts
+                             * (all of them when every rank is its own host) */
 } redcoll_mock_stats;
 
 /* Runs fn on p simulated ranks (1 <= p <= 65536) and waits for all of them.

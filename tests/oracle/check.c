@@ -193,9 +193,9 @@ static int make_shape(const check_case *tc, shape *s) {
   if (!s->in_count || !s->out_count || !s->out_off) return -1;
   size_t total = 0;
   for (int r = 0; r < p; r++) total += tc->counts ? tc->counts[r] : tc->count;
-  for (int r = 0; r < p; r++) {
-    size_t cr = tc->counts ? tc->counts[r] : tc->count, off = 0;
-    for (int q = 0; q < r; q++) off += tc->counts ? tc->counts[q] : tc->count;
+  size_t off = 0; /* the elements of the blocks of ranks before r */
+  for (int r = 0; r < p; off += tc->counts ? tc->counts[r] : tc->count, r++) {
+    size_t cr = tc->counts ? tc->counts[r] : tc->count;
     switch (tc->coll) {
       case REDCOLL_COLL_ALLREDUCE:
       case REDCOLL_COLL_BCAST:
@@ -636,6 +636,38 @@ static int close_enough(const double *a, const double *b, size_t n) {
   return 1;
 }
 
+/* Orders (host, bytes) pairs by host. */
+typedef struct {
+  uint32_t host;
+  uint64_t bytes;
+} host_bytes;
+static int cmp_host_bytes(const void *a, const void *b) {
+  uint32_t x = ((const host_bytes *)a)->host, y = ((const host_bytes *)b)->host;
+  return (x > y) - (x < y);
+}
+
+/* The most bytes one host of mock sent to other hosts (the ranks' bytes
+ * to other hosts, summed per host), or 0 without memory for it. */
+static uint64_t max_host_bytes_out(const redcoll_mock_config *mock, int p,
+                                   const redcoll_mock_stats *stats) {
+  host_bytes *hb = malloc((size_t)p * sizeof *hb);
+  if (hb == NULL) return 0;
+  for (int r = 0; r < p; r++) {
+    hb[r].host = mock->hosts != NULL            ? mock->hosts[r]
+                 : mock->ranks_per_host > 1 ? (uint32_t)r / mock->ranks_per_host
+                                                : (uint32_t)r;
+    hb[r].bytes = stats[r].bytes_sent_host;
+  }
+  qsort(hb, (size_t)p, sizeof *hb, cmp_host_bytes);
+  uint64_t best = 0, sum = 0;
+  for (int r = 0; r < p; r++) {
+    sum = (r > 0 && hb[r].host == hb[r - 1].host ? sum : 0) + hb[r].bytes;
+    if (sum > best) best = sum;
+  }
+  free(hb);
+  return best;
+}
+
 int check_run(const check_case *tc, check_result *res) {
   run_state st;
   memset(res, 0, sizeof *res);
@@ -680,6 +712,7 @@ int check_run(const check_case *tc, check_result *res) {
     if (stats[r].bytes_reduced > res->max_bytes_reduced) res->max_bytes_reduced = stats[r].bytes_reduced;
     res->msgs += stats[r].msgs_sent;
   }
+  if (!tc->threads) res->max_host_bytes_out = max_host_bytes_out(&tc->mock, p, stats);
   if (res->status != REDCOLL_OK) {
     for (int r = 0; r < p; r++) {
       if (stats[r].status != REDCOLL_OK) {

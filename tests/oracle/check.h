@@ -61,6 +61,9 @@ typedef struct check_result {
   uint64_t rounds;            /* max over ranks */
   uint64_t max_bytes_sent, max_bytes_recv, max_bytes_reduced;
   uint64_t msgs;              /* total messages */
+  uint64_t max_host_bytes_out; /* the most bytes one host sent to other hosts
+                                  (mock.ranks_per_host, mock.hosts; every
+                                  rank its own host: max_bytes_sent) */
   char error[512];            /* first problem found, or "" */
 } check_result;
 

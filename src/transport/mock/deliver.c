@@ -54,8 +54,26 @@ static void op_finished(mock_run *run, mock_op *op) {
 
 /* Ends op with err: whatever half is still open is withdrawn (its
  * rendezvous message leaves the queue, its receive is unposted). */
+/* Drops the untimed transfers of op; the op at their other end loses its
+ * count (its half stays open: whatever ended op ends it too, or the
+ * deadlock report names it). */
+static void drop_xfers(mock_run *run, mock_op *op) {
+  for (mock_xfer **at = &run->xfers; *at != NULL && op->deferred > 0;) {
+    mock_xfer *x = *at;
+    if (x->sop != op && x->rop != op) {
+      at = &x->next;
+      continue;
+    }
+    *at = x->next;
+    x->sop->deferred--;
+    x->rop->deferred--;
+    free(x);
+  }
+}
+
 void redcoll__mock_cancel_op(mock_run *run, mock_op *op, int err) {
   if (op->finished) return;
+  if (op->deferred > 0) drop_xfers(run, op);
   if (op->send_active) {
     if (!op->rv.eager) redcoll__mock_pair_remove(run, &op->rv);
     op->send_active = 0;
@@ -275,6 +293,34 @@ void redcoll__mock_deadlock(mock_run *run) {
   redcoll__mock_cancel_where(run, any_op, NULL, REDCOLL_EDEADLOCK);
 }
 
+/* Whether a message from rank a to rank b crosses between hosts (always,
+ * when every rank is its own host). */
+static int between_hosts(const mock_run *run, int a, int b) {
+  return run->host_idx == NULL || run->host_idx[a] != run->host_idx[b];
+}
+
+/* A message of n bytes from a to b: its latency (alpha, or local_alpha
+ * inside a host), returned, and how long it occupies its links (n beta, or
+ * n local_beta). */
+static double msg_time(const mock_run *run, int a, int b, size_t n, double *occupy) {
+  if (between_hosts(run, a, b)) {
+    *occupy = (double)n * run->cfg.beta;
+    return run->cfg.alpha;
+  }
+  *occupy = (double)n * run->cfg.local_beta;
+  return run->cfg.local_alpha;
+}
+
+/* The shared host links a message from a to b occupies: the sending
+ * host's outgoing and the receiving host's incoming one, or NULL for
+ * both (inside a host, or every rank its own host). */
+static void host_links(const mock_run *run, int a, int b, double **out, double **in) {
+  *out = *in = NULL;
+  if (run->host_idx == NULL || run->host_idx[a] == run->host_idx[b]) return;
+  *out = &run->host_out_free[run->host_idx[a]];
+  *in = &run->host_in_free[run->host_idx[b]];
+}
+
 /* The transfer of m into the receive of rop: its start and end, and its
  * end on the round clock.  A rendezvous transfer starts when both sides
  * have posted and the sender's outgoing and the receiver's incoming links
@@ -290,7 +336,11 @@ static void transfer_times(const mock_run *run, const mock_msg *m, const mock_op
   }
   const mock_rank *sr = &run->ranks[m->src], *rr = rop->r;
   *start = max_d(max_d(m->post, rop->rpost_t), max_d(sr->out_free, rr->in_free));
-  *end = *start + run->cfg.alpha + (double)m->len * run->cfg.beta;
+  double *ho, *hi, occupy;
+  host_links(run, m->src, m->dst, &ho, &hi);
+  if (ho != NULL) *start = max_d(*start, max_d(*ho, *hi));
+  double lat = msg_time(run, m->src, m->dst, m->len, &occupy);
+  *end = *start + lat + occupy;
   *rend = max_u(m->rpost, rop->rpost_r) + 1;
 }
 
@@ -349,14 +399,69 @@ static void deliver(mock_run *run, mock_msg *m, mock_op *rop) {
     redcoll__mock_record(run, m, m->start, m->end, m->rend);
     free(m);
     half_done(run, rop, 0, REDCOLL_OK, end, rend);
+  } else if (run->host_idx != NULL && between_hosts(run, m->src, m->dst)) {
+    /* Between hosts: timed later, in ready-time order (xfer_step). */
+    mock_xfer *x = malloc(sizeof *x);
+    if (x == NULL) {
+      half_done(run, m->op, 1, REDCOLL_ENOMEM, 0, 0);
+      half_done(run, rop, 0, REDCOLL_ENOMEM, 0, 0);
+      return;
+    }
+    *x = (mock_xfer){run->xfers, m->op, rop, m->src, m->dst, m->chan, m->tag, m->len,
+                     max_d(m->post, rop->rpost_t), max_u(m->rpost, rop->rpost_r)};
+    run->xfers = x;
+    m->op->deferred++;
+    rop->deferred++;
   } else {
     redcoll__mock_record(run, m, start, end, rend);
-    sr->out_free = rr->in_free = start + (double)m->len * run->cfg.beta;
+    double *ho, *hi, occupy;
+    msg_time(run, m->src, m->dst, m->len, &occupy);
+    sr->out_free = rr->in_free = start + occupy;
+    host_links(run, m->src, m->dst, &ho, &hi);
+    if (ho != NULL) *ho = *hi = start + occupy;
     sr->st.msgs_sent++;
     sr->st.bytes_sent += m->len;
+    if (between_hosts(run, m->src, m->dst)) sr->st.bytes_sent_host += m->len;
     half_done(run, m->op, 1, REDCOLL_OK, end, rend);
     half_done(run, rop, 0, REDCOLL_OK, end, rend);
   }
+}
+
+/* Whether x is to be timed before y: ready time, then source,
+ * destination, channel (the seed has no say). */
+static int xfer_before(const mock_xfer *x, const mock_xfer *y) {
+  if (x->ready != y->ready) return x->ready < y->ready;
+  if (x->src != y->src) return x->src < y->src;
+  if (x->dst != y->dst) return x->dst < y->dst;
+  return x->chan < y->chan;
+}
+
+int redcoll__mock_xfer_step(mock_run *run) {
+  if (run->xfers == NULL) return 0;
+  mock_xfer **best = &run->xfers;
+  for (mock_xfer **at = &run->xfers; *at != NULL; at = &(*at)->next)
+    if (xfer_before(*at, *best)) best = at;
+  mock_xfer *x = *best;
+  *best = x->next;
+  mock_rank *sr = &run->ranks[x->src], *rr = &run->ranks[x->dst];
+  double *ho, *hi, occupy;
+  double lat = msg_time(run, x->src, x->dst, x->len, &occupy);
+  host_links(run, x->src, x->dst, &ho, &hi);
+  double start = max_d(max_d(x->ready, max_d(sr->out_free, rr->in_free)), max_d(*ho, *hi));
+  double end = start + lat + occupy;
+  uint64_t rend = x->rready + 1;
+  sr->out_free = rr->in_free = *ho = *hi = start + occupy;
+  mock_msg m = {.src = x->src, .dst = x->dst, .chan = x->chan, .tag = x->tag, .len = x->len};
+  redcoll__mock_record(run, &m, start, end, rend);
+  sr->st.msgs_sent++;
+  sr->st.bytes_sent += x->len;
+  sr->st.bytes_sent_host += x->len;
+  x->sop->deferred--;
+  x->rop->deferred--;
+  half_done(run, x->sop, 1, REDCOLL_OK, end, rend);
+  half_done(run, x->rop, 0, REDCOLL_OK, end, rend);
+  free(x);
+  return 1;
 }
 
 /* The first open receive of rank d from src on chan, in post order. */
@@ -402,9 +507,13 @@ void redcoll__mock_post_send(mock_run *run, mock_op *op, int dst, uint64_t tag, 
   m->len = len;
   m->post = r->clock;
   m->rpost = r->rclock;
-  /* An eager transfer starts once the outgoing link is free. */
+  /* An eager transfer starts once the outgoing link (and its host's, to
+   * another host) is free. */
+  double *ho, *hi, occupy, lat = msg_time(run, r->id, dst, len, &occupy);
+  host_links(run, r->id, dst, &ho, &hi);
   m->start = max_d(r->clock, r->out_free);
-  m->end = m->start + (run->cfg.alpha + (double)len * run->cfg.beta);
+  if (ho != NULL) m->start = max_d(m->start, *ho);
+  m->end = m->start + (lat + occupy);
   m->rend = r->rclock + 1;
   op->rv.eager = m->eager; /* tells redcoll__mock_cancel_op whether rv is queued */
   if (redcoll__mock_pair_push(run, m) != REDCOLL_OK) {
@@ -414,9 +523,11 @@ void redcoll__mock_post_send(mock_run *run, mock_op *op, int dst, uint64_t tag, 
     return;
   }
   if (m->eager) {
-    r->out_free = m->start + (double)len * run->cfg.beta;
+    r->out_free = m->start + occupy;
+    if (ho != NULL) *ho = m->start + occupy;
     r->st.msgs_sent++;
     r->st.bytes_sent += len;
+    if (between_hosts(run, r->id, dst)) r->st.bytes_sent_host += len;
     half_done(run, op, 1, REDCOLL_OK, m->end, m->rend);
   }
   /* A receive posted earlier by dst: its queue from us was empty, so m is

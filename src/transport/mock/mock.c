@@ -239,6 +239,9 @@ static int mock_info(void *impl, redcoll_transport_info *info) {
   info->alpha = r->run->cfg.alpha;
   info->beta = r->run->cfg.beta;
   info->gamma = r->run->cfg.gamma;
+  info->hosts = r->run->hosts;
+  info->local_alpha = r->run->cfg.local_alpha;
+  info->local_beta = r->run->cfg.local_beta;
   return REDCOLL_OK;
 }
 
@@ -395,6 +398,52 @@ REDCOLL_API void redcoll_mock_config_init(redcoll_mock_config *cfg) {
   cfg->stall_rank = -1;
 }
 
+/* Orders (host, rank) pairs by host, then rank. */
+static int cmp_host(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* The hosts of run->cfg (ranks_per_host, or the hosts array): run->hosts,
+ * the dense index of each rank's host (hosts numbered in the order of
+ * their values) and the hosts' link records.  Nothing when every rank is
+ * its own host. */
+static int hosts_new(mock_run *run) {
+  const redcoll_mock_config *c = &run->cfg;
+  size_t p = (size_t)run->p;
+  if (c->hosts == NULL && c->ranks_per_host <= 1) return REDCOLL_OK;
+  uint64_t *pairs = malloc(p * sizeof *pairs);
+  run->hosts = malloc(p * sizeof *run->hosts);
+  run->host_idx = malloc(p * sizeof *run->host_idx);
+  if (pairs == NULL || run->hosts == NULL || run->host_idx == NULL) {
+    free(pairs);
+    return REDCOLL_ENOMEM;
+  }
+  for (size_t i = 0; i < p; i++) {
+    run->hosts[i] = c->hosts != NULL ? c->hosts[i] : (uint32_t)(i / c->ranks_per_host);
+    pairs[i] = (uint64_t)run->hosts[i] << 32 | i;
+  }
+  qsort(pairs, p, sizeof *pairs, cmp_host);
+  uint32_t n = 0;
+  for (size_t i = 0; i < p; i++) {
+    if (i > 0 && pairs[i] >> 32 != pairs[i - 1] >> 32) n++;
+    run->host_idx[(uint32_t)pairs[i]] = n;
+  }
+  free(pairs);
+  run->nhosts = n + 1;
+  if (run->nhosts == p) { /* every rank its own host after all */
+    free(run->hosts);
+    free(run->host_idx);
+    run->hosts = run->host_idx = NULL;
+    run->nhosts = 0;
+    return REDCOLL_OK;
+  }
+  run->host_out_free = calloc(run->nhosts, sizeof *run->host_out_free);
+  run->host_in_free = calloc(run->nhosts, sizeof *run->host_in_free);
+  if (run->host_out_free == NULL || run->host_in_free == NULL) return REDCOLL_ENOMEM;
+  return REDCOLL_OK;
+}
+
 /* A run of p ranks with cfg (NULL: defaults): everything but the stacks. */
 static int run_new(int p, const redcoll_mock_config *cfg, mock_run **out) {
   mock_run *run = calloc(1, sizeof *run);
@@ -410,6 +459,9 @@ static int run_new(int p, const redcoll_mock_config *cfg, mock_run **out) {
   run->buckets = calloc(run->nbuckets, sizeof *run->buckets);
   *out = run;
   if (run->ranks == NULL || run->runnable == NULL || run->buckets == NULL) return REDCOLL_ENOMEM;
+  int rc = hosts_new(run);
+  run->cfg.hosts = run->hosts; /* the copy: the caller's array may go */
+  if (rc != REDCOLL_OK) return rc;
   for (int i = 0; i < p; i++) {
     mock_rank *r = &run->ranks[i];
     r->run = run;
@@ -441,6 +493,11 @@ static void run_free(mock_run *run) {
       next = op->next;
       if (op->top != NULL) free(op);
     }
+  while (run->xfers != NULL) {
+    mock_xfer *x = run->xfers;
+    run->xfers = x->next;
+    free(x);
+  }
   while (run->free_pairs != NULL) {
     mock_pair *q = run->free_pairs;
     run->free_pairs = q->next;
@@ -450,6 +507,10 @@ static void run_free(mock_run *run) {
     for (int i = 0; i < run->p; i++) pthread_cond_destroy(&run->cvs[i]);
     pthread_mutex_destroy(&run->mu);
   }
+  free(run->hosts);
+  free(run->host_idx);
+  free(run->host_out_free);
+  free(run->host_in_free);
   free(run->cvs);
   free(run->cancelled);
   free(run->buckets);

@@ -33,7 +33,11 @@
  * whatever the interleaving.  Transfers occupy the sender's outgoing link
  * and the receiver's incoming link for len * beta (the alpha is latency,
  * not occupancy): a rank's concurrent transfers in one direction queue in
- * the order they matched.
+ * the order they matched.  With hosts (cfg.ranks_per_host, cfg.hosts) a
+ * transfer between hosts also occupies its sending host's outgoing and its
+ * receiving host's incoming link, shared by the host's ranks, and is timed
+ * only when no rank can run, in ready-time order (mock_xfer); one inside a
+ * host costs local_alpha and local_beta and leaves the host links alone.
  *
  * A world made by redcoll_mock_world_create has no coroutines: its ranks
  * are the program's own threads, and a baton under one mutex takes the
@@ -131,7 +135,21 @@ typedef struct mock_op {
   size_t rlen;
   double rpost_t;        /* receive post time */
   uint64_t rpost_r;
+  int deferred;          /* its halves in run->xfers (transfers between hosts) */
 } mock_op;
+
+/* A matched rendezvous transfer between hosts whose times are not known
+ * yet: it is timed once no rank can run, in the order of its ready time
+ * (deliver.c, redcoll__mock_xfer_step). */
+typedef struct mock_xfer {
+  struct mock_xfer *next;
+  mock_op *sop, *rop;    /* the sender's and the receiver's op */
+  int src, dst;
+  uint64_t chan, tag;
+  size_t len;
+  double ready;          /* max(send post, receive post) */
+  uint64_t rready;       /* same on the round clock */
+} mock_xfer;
 
 typedef struct mock_rank {
   struct mock_run *run;
@@ -196,6 +214,13 @@ typedef struct mock_run {
   int edges_failed;
   char *report;          /* error events, one per line */
   size_t report_len, report_cap;
+  /* Hosts (cfg.ranks_per_host, cfg.hosts); all NULL when every rank is
+   * its own host. */
+  uint32_t *hosts;       /* p entries: the host of each rank, for info */
+  uint32_t *host_idx;    /* p entries: the host's index, 0 .. nhosts - 1 */
+  uint32_t nhosts;
+  double *host_out_free, *host_in_free; /* nhosts entries: when the host's links are free */
+  mock_xfer *xfers;      /* matched transfers between hosts not yet timed */
 } mock_run;
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -266,6 +291,10 @@ void redcoll__mock_cancel_where(mock_run *run, int (*keep)(const mock_op *op, co
  * rank blocked in progress with the earliest end or bound is released); 0
  * if there is none. */
 int redcoll__mock_next_event(mock_run *run);
+/* No rank can run: the matched transfer between hosts with the earliest
+ * ready time (then the lowest source, destination, channel) is timed on
+ * its links and ends its halves; 0 if there is none. */
+int redcoll__mock_xfer_step(mock_run *run);
 /* Blocked ranks waiting for each other in different collectives fail with
  * REDCOLL_EMISMATCH; 0 if there are none. */
 int redcoll__mock_blocked_mismatch(mock_run *run);

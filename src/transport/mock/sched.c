@@ -138,7 +138,9 @@ mock_rank *redcoll__mock_pick_next(mock_run *run) {
     /* No rank can run: the next event, else a mismatch, else a deadlock
      * (whose failed ops are events in turn). */
     while (run->nrunnable == 0 && run->nblocked > 0) {
-      if (redcoll__mock_next_event(run) || redcoll__mock_blocked_mismatch(run)) continue;
+      if (redcoll__mock_xfer_step(run) || redcoll__mock_next_event(run) ||
+          redcoll__mock_blocked_mismatch(run))
+        continue;
       if (run->deadlocked) break; /* nothing left to end: should not happen */
       redcoll__mock_deadlock(run);
     }
