@@ -17,6 +17,7 @@
 
 #include "internal.h"
 #include "redcoll/hier.h"
+#include "redcoll/mock.h"
 #include "redcoll/transport.h"
 #include "redcoll/threads.h"
 #include "test.h"
@@ -383,6 +384,62 @@ static void auto_choice(void) {
   CHECK(a.flat != REDCOLL_ALGO_TWO_LEVEL);
 }
 
+/* ---- the simulator with hosts: the two-level claims --------------------------- */
+
+typedef struct {
+  size_t count;
+} sim_arg;
+
+static int sim_rank(redcoll_comm *c, void *arg) {
+  sim_arg *a = arg;
+  float *x = calloc(a->count, sizeof *x), *y = calloc(a->count, sizeof *y);
+  if (x == NULL || y == NULL) return REDCOLL_ENOMEM;
+  for (size_t i = 0; i < a->count; i++) x[i] = (float)(redcoll_comm_rank(c) + (int)(i % 7));
+  redcoll_comm_set_algorithm(c, REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_TWO_LEVEL);
+  int rc = redcoll_allreduce(c, x, y, a->count, REDCOLL_FLOAT32, REDCOLL_SUM);
+  int p = redcoll_comm_size(c);
+  for (size_t i = 0; i < a->count && rc == REDCOLL_OK; i++)
+    if (y[i] != (float)(p * (p - 1) / 2 + p * (int)(i % 7))) rc = REDCOLL_EINVAL;
+  free(x);
+  free(y);
+  return rc;
+}
+
+/* H hosts x T ranks in the simulator (a host's link shared by its ranks):
+ * a large allreduce sends exactly 2 (H-1)/H m bytes out of the busiest
+ * host, and a small one takes 2 ceil(lg T) + ceil(lg H) rounds. */
+static void sim_claims(void) {
+  const int cases[][3] = {{12, 4, 49152}, {20, 5, 61440}, {16, 4, 65536}, {9, 3, 36864}};
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    int p = cases[k][0], T = cases[k][1], H = p / T;
+    redcoll_mock_config cfg;
+    redcoll_mock_config_init(&cfg);
+    cfg.ranks_per_host = (uint32_t)T;
+    cfg.alpha = 1e-5;
+    cfg.beta = 3.2e-8;
+    cfg.gamma = 1e-10;
+    cfg.local_alpha = 1e-6;
+    cfg.local_beta = 1e-10;
+    redcoll_mock_stats *st = calloc((size_t)p, sizeof *st);
+    sim_arg a = {(size_t)cases[k][2]};
+    CHECK_INT(redcoll_mock_run(p, &cfg, sim_rank, &a, st), REDCOLL_OK);
+    uint64_t out[8] = {0}, most = 0, m = a.count * sizeof(float);
+    for (int r = 0; r < p; r++) out[r / T] += st[r].bytes_sent_host;
+    for (int h = 0; h < H; h++) most = out[h] > most ? out[h] : most;
+    CHECK_MSG(most == 2 * (uint64_t)(H - 1) * m / (uint64_t)H, "%d x %d: %llu bytes out of a host",
+              H, T, (unsigned long long)most);
+    /* rounds */
+    cfg.alpha = cfg.local_alpha = 1;
+    cfg.beta = cfg.gamma = cfg.local_beta = 0;
+    a.count = 1;
+    CHECK_INT(redcoll_mock_run(p, &cfg, sim_rank, &a, st), REDCOLL_OK);
+    double rounds = 0;
+    for (int r = 0; r < p; r++) rounds = st[r].time > rounds ? st[r].time : rounds;
+    CHECK_DBL(rounds, 2 * redcoll__ceil_log2(T) + redcoll__ceil_log2(H));
+    free(st);
+  }
+}
+
 /* ---- hosts x threads: redcoll_hier_run ---------------------------------------- */
 
 /* In-process worlds: procs is a threads world of one rank (H = 1). */
@@ -557,7 +614,7 @@ static void tcp_kill(void) {
 #endif
 
 TEST_MAIN(TEST(topo_examples), TEST(even_hosts), TEST(uneven_hosts), TEST(interleaved_hosts),
-          TEST(split_worlds), TEST(auto_choice), TEST(hier_one_process), TEST(hier_over_threads), TEST(hier_refused)
+          TEST(split_worlds), TEST(auto_choice), TEST(sim_claims), TEST(hier_one_process), TEST(hier_over_threads), TEST(hier_refused)
 #ifdef REDCOLL_TEST_TCP
           , TEST(tcp_hosts_threads), TEST(tcp_kill)
 #endif
