@@ -14,7 +14,9 @@
 # and test_shm (its processes, each with two threads on two
 # communicators), and the threaded cases of test_shm_nb (posted exchanges
 # over shared memory moved on by the progress thread, and TCP's mixed
-# transport with its pump thread).  Exits non-zero if a test fails or ThreadSanitizer
+# transport with its pump thread), and test_hier (hosts x threads: the
+# mailbox of a process's threads, the partner threads, worlds over a threads
+# world and over TCP, two-level views on threads worlds).  Exits non-zero if a test fails or ThreadSanitizer
 # reports anything; the reports are kept in $BUILD/tsan-logs/.
 #
 #   scripts/tsan.sh                      # gcc, else clang, whichever runs TSan here
@@ -25,7 +27,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 dir=${BUILD:-build-tsan}
-tests=${TSAN_TESTS:-threads comms tcp_comms push mock nonblocking_sim conformance soak shm_queue shm tcp_nb:raw_threads,threads_nb,raw_uv shm_nb:thread_shm,thread_tcp_hosts,mixed_tcp_hosts,raw_tcp_hosts}
+tests=${TSAN_TESTS:-threads comms tcp_comms push mock nonblocking_sim conformance soak shm_queue shm tcp_nb:raw_threads,threads_nb,raw_uv shm_nb:thread_shm,thread_tcp_hosts,mixed_tcp_hosts,raw_tcp_hosts hier}
 soak_iters=${TSAN_SOAK_ITERS:-1000}
 
 # A compiler whose TSan builds and runs a threaded program on this machine

@@ -438,7 +438,34 @@ void ownership(void) {
   }
 }
 
+/* Hosts x threads: 3 processes (threads of a world) x 2 threads each, a
+ * prefix sum over the world in rank order, and a throw on one rank coming
+ * back out of hier_run. */
+void hier(void) {
+  redcoll::threads_run(3, [](redcoll::comm_ref procs) {
+    redcoll::hier_run(procs, 2, [&procs](redcoll::comm_ref w) {
+      RCHECK(w.size() == 6);
+      RCHECK(w.rank() / 2 == procs.rank());
+      int64_t v = w.rank() + 1;
+      RCHECK(w.prefix_sum(v) == (v * (v + 1)) / 2);
+      RCHECK(w.all_reduce(v) == 21);
+    });
+  });
+  int caught = 0;
+  try {
+    redcoll::threads_run(1, [](redcoll::comm_ref procs) {
+      redcoll::hier_run(procs, 3, [](redcoll::comm_ref w) {
+        if (w.rank() == 1) throw std::runtime_error("rank 1");
+        w.barrier();
+      });
+    });
+  } catch (const std::runtime_error &e) {
+    caught = std::string(e.what()) == "rank 1";
+  }
+  RCHECK(caught);
+}
+
 }  // namespace
 
 TEST_MAIN(TEST(singles_builtin), TEST(noncommutative), TEST(struct_type), TEST(predecessor),
-          TEST(array_allreduce), TEST(errors), TEST(ownership))
+          TEST(array_allreduce), TEST(errors), TEST(ownership), TEST(hier))

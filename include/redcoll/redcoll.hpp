@@ -54,6 +54,7 @@
 #include <vector>
 
 #include "redcoll.h"
+#include "hier.h"
 #include "threads.h"
 
 namespace redcoll {
@@ -543,33 +544,36 @@ inline comm comm_ref::split(int color, int key) {
 /* Running ranks as threads.                                                */
 /* ------------------------------------------------------------------------ */
 
-/* Runs fn(redcoll::comm_ref) on p ranks, threads of this process
- * (redcoll_threads_run), and returns when all have returned.  fn is called
- * from p threads at once.  A rank that throws aborts the others (their
- * collectives throw REDCOLL_EABORTED); then the exception of the lowest
- * rank that threw something other than that echo is rethrown here.  A
- * failure of the runner itself throws redcoll::error. */
+namespace detail {
+/* What the rank functions of a run share: the user's callable and what each
+ * rank threw (slot = rank - base). */
 template <class F>
-void threads_run(int p, F &&fn) {
-  struct job {
-    std::remove_reference_t<F> *fn;
-    std::vector<std::exception_ptr> thrown;
-  } j{&fn, std::vector<std::exception_ptr>(p > 0 ? static_cast<size_t>(p) : 0u)};
-  auto rank_main = [](redcoll_comm *c, void *arg) -> int {
-    job *jp = static_cast<job *>(arg);
-    size_t r = static_cast<size_t>(redcoll_comm_rank(c));
-    try {
-      (*jp->fn)(comm_ref(c));
-      return REDCOLL_OK;
-    } catch (const error &e) {
-      jp->thrown[r] = std::current_exception();
-      return e.status() != REDCOLL_OK ? e.status() : REDCOLL_EABORTED;
-    } catch (...) {
-      jp->thrown[r] = std::current_exception();
-      return REDCOLL_EABORTED;
-    }
-  };
-  int rc = redcoll_threads_run(p, rank_main, &j);
+struct rank_job {
+  F *fn;
+  int base;
+  std::vector<std::exception_ptr> thrown;
+};
+
+template <class F>
+int rank_entry(redcoll_comm *c, void *arg) {
+  rank_job<F> *jp = static_cast<rank_job<F> *>(arg);
+  size_t r = static_cast<size_t>(redcoll_comm_rank(c) - jp->base);
+  try {
+    (*jp->fn)(comm_ref(c));
+    return REDCOLL_OK;
+  } catch (const error &e) {
+    jp->thrown[r] = std::current_exception();
+    return e.status() != REDCOLL_OK ? e.status() : REDCOLL_EABORTED;
+  } catch (...) {
+    jp->thrown[r] = std::current_exception();
+    return REDCOLL_EABORTED;
+  }
+}
+
+/* Rethrows the lowest rank's exception other than an abort's echo, else
+ * the first echo, else the runner's own failure rc. */
+template <class F>
+void rethrow_ranks(const rank_job<F> &j, int rc, const char *what) {
   std::exception_ptr echo;
   for (const std::exception_ptr &e : j.thrown) {
     if (!e) continue;
@@ -582,7 +586,36 @@ void threads_run(int p, F &&fn) {
     // anything else was rethrown by the try above
   }
   if (echo) std::rethrow_exception(echo);
-  detail::check(rc, "redcoll_threads_run");
+  check(rc, what);
+}
+}  // namespace detail
+
+/* Runs fn(redcoll::comm_ref) on p ranks, threads of this process
+ * (redcoll_threads_run), and returns when all have returned.  fn is called
+ * from p threads at once.  A rank that throws aborts the others (their
+ * collectives throw REDCOLL_EABORTED); then the exception of the lowest
+ * rank that threw something other than that echo is rethrown here.  A
+ * failure of the runner itself throws redcoll::error. */
+template <class F>
+void threads_run(int p, F &&fn) {
+  using G = std::remove_reference_t<F>;
+  detail::rank_job<G> j{&fn, 0, std::vector<std::exception_ptr>(p > 0 ? static_cast<size_t>(p) : 0u)};
+  int rc = redcoll_threads_run(p, detail::rank_entry<G>, &j);
+  detail::rethrow_ranks(j, rc, "redcoll_threads_run");
+}
+
+/* Hosts x threads (redcoll_hier_run, docs/hier.md): every rank of procs
+ * calls this with the same threads; fn(redcoll::comm_ref) runs on threads
+ * threads of this process, each a rank of one world of size(procs) *
+ * threads, host-major.  Exceptions as threads_run, for this process's
+ * threads. */
+template <class F>
+void hier_run(comm_ref procs, int threads, F &&fn) {
+  using G = std::remove_reference_t<F>;
+  detail::rank_job<G> j{&fn, procs.rank() * (threads > 0 ? threads : 0),
+                        std::vector<std::exception_ptr>(threads > 0 ? static_cast<size_t>(threads) : 0u)};
+  int rc = redcoll_hier_run(procs.get(), threads, detail::rank_entry<G>, &j);
+  detail::rethrow_ranks(j, rc, "redcoll_hier_run");
 }
 
 }  // namespace redcoll

@@ -503,6 +503,9 @@ static int proc_new(redcoll_comm *procs, redcoll_comm *dup, int T, hier_proc **o
   pthread_condattr_setclock(&P->cvattr, CLOCK_MONOTONIC);
   pthread_cond_init(&P->cv, &P->cvattr);
   for (size_t w = 0; w < n; w++) P->hosts[w] = (uint32_t)(w / (size_t)T);
+  /* The world's own communicator: a rank that gives up before anyone
+   * used it still cancels it. */
+  note_used(P, 0);
   *out = P;
   return REDCOLL_OK;
 }
