@@ -259,7 +259,7 @@ static void clear_env(void) {
       "REDCOLL_TIMEOUT_MS", "REDCOLL_IFNAME", "REDCOLL_LISTEN", "REDCOLL_SECRET", "REDCOLL_JOB_ID",
       "SLURM_JOB_ID", "SLURM_STEP_ID", "OMPI_MCA_ess_base_jobid", "RANK", "WORLD_SIZE",
       "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID",
-      "TORCHELASTIC_RESTART_COUNT"};
+      "TORCHELASTIC_RESTART_COUNT", "REDCOLL_UNEXPECTED_MAX"};
   for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) unsetenv(vars[i]);
 }
 
@@ -287,6 +287,44 @@ static void test_env_torchrun(void) {
   CHECK_INT(redcoll_tcp_config_from_env(&cfg), REDCOLL_OK);
   CHECK(strcmp(cfg.master, "10.0.0.1:5000") == 0);
   setenv("WORLD_SIZE", "2", 1); /* RANK 2 of 2 */
+  CHECK_INT(redcoll_tcp_config_from_env(&cfg), REDCOLL_EINVAL);
+  clear_env();
+}
+
+/* Fills a stretch of the stack with a pattern: what an uninitialised local
+ * of the next call reads. */
+static __attribute__((noinline)) void dirty_stack(void) {
+  volatile unsigned char junk[4096];
+  for (size_t i = 0; i < sizeof junk; i++) junk[i] = (unsigned char)(0x5a + i);
+}
+
+/* REDCOLL_UNEXPECTED_MAX: unset or empty leaves the default (0: 64 MiB), a
+ * number is taken, anything else fails.  Its reading once took "unset" for
+ * "set" and the other way round: the bound was whatever the stack held
+ * (even 2 bytes, which stopped a connection at its second kept message and
+ * stalled threads receiving on other channels until their timeout), and a
+ * value set was ignored. */
+static void test_env_unexpected_max(void) {
+  redcoll_tcp_config cfg;
+  clear_env();
+  setenv("REDCOLL_RANK", "0", 1);
+  setenv("REDCOLL_SIZE", "2", 1);
+  dirty_stack();
+  CHECK_INT(redcoll_tcp_config_from_env(&cfg), REDCOLL_OK);
+  CHECK_MSG(cfg.unexpected_max == 0, "unset: %llu", (unsigned long long)cfg.unexpected_max);
+  setenv("REDCOLL_UNEXPECTED_MAX", "", 1);
+  dirty_stack();
+  CHECK_INT(redcoll_tcp_config_from_env(&cfg), REDCOLL_OK);
+  CHECK_MSG(cfg.unexpected_max == 0, "empty: %llu", (unsigned long long)cfg.unexpected_max);
+  setenv("REDCOLL_UNEXPECTED_MAX", "65536", 1);
+  CHECK_INT(redcoll_tcp_config_from_env(&cfg), REDCOLL_OK);
+  CHECK(cfg.unexpected_max == 65536);
+  setenv("REDCOLL_UNEXPECTED_MAX", "18446744073709551615", 1);
+  CHECK_INT(redcoll_tcp_config_from_env(&cfg), REDCOLL_OK);
+  CHECK(cfg.unexpected_max == UINT64_MAX);
+  setenv("REDCOLL_UNEXPECTED_MAX", "64k", 1);
+  CHECK_INT(redcoll_tcp_config_from_env(&cfg), REDCOLL_EINVAL);
+  setenv("REDCOLL_UNEXPECTED_MAX", "lots", 1);
   CHECK_INT(redcoll_tcp_config_from_env(&cfg), REDCOLL_EINVAL);
   clear_env();
 }
@@ -991,6 +1029,7 @@ int main(int argc, char **argv) {
     test_addresses();
     test_env();
     test_env_torchrun();
+    test_env_unexpected_max();
     test_bad_config();
   }
   tcp_run_opts o;

@@ -128,10 +128,17 @@ REDCOLL_API int redcoll_tcp_config_from_env(redcoll_tcp_config *cfg) {
   if (h < 0) return REDCOLL_EINVAL;
   if (h > 0) cfg->wait_timeout_ms = ms == 0 ? REDCOLL_WAIT_FOREVER : (uint64_t)ms;
   if ((s = getenv("REDCOLL_SHM")) != NULL && strcmp(s, "0") == 0) cfg->no_shm = 1;
+  /* redcoll__env_u64 answers REDCOLL__ENV_UNSET (1), REDCOLL_OK (0, um
+   * set) or REDCOLL_EINVAL: unlike env_int above, "set" is 0. */
   uint64_t um;
   h = redcoll__env_u64("REDCOLL_UNEXPECTED_MAX", UINT64_MAX, &um);
-  if (h < 0) return REDCOLL_EINVAL;
-  if (h > 0) cfg->unexpected_max = um;
+  if (h == REDCOLL_OK) {
+    cfg->unexpected_max = um;
+  } else if (h != REDCOLL__ENV_UNSET) {
+    redcoll__log(0, "tcp: REDCOLL_UNEXPECTED_MAX=%s is not a number of bytes",
+                 redcoll__env("REDCOLL_UNEXPECTED_MAX"));
+    return REDCOLL_EINVAL;
+  }
   return REDCOLL_OK;
 }
 
