@@ -6,13 +6,22 @@
 # bottleneck, as on a real cluster.  Needs root (ip netns, tc) and says so.
 #
 #   scripts/emucluster.sh up H [RATE]        # RATE in Mbit/s, default 250
-#   scripts/emucluster.sh run H -- PROG ARGS # one rank per host, redcoll's
-#                                            # TCP environment set; rank 0's
+#   scripts/emucluster.sh run H -- PROG ARGS # one rank per host (EMU_PPH=N:
+#                                            # N processes per host, ranks
+#                                            # host-major), redcoll's TCP
+#                                            # environment set; rank 0's
 #                                            # output, the others' on failure
 #   scripts/emucluster.sh mpirun H -- PROG ARGS
-#                                            # Open MPI, one rank per host,
-#                                            # through an rsh agent that
-#                                            # enters the namespace
+#                                            # Open MPI, one rank per host
+#                                            # (EMU_PPH=N: N per host, the
+#                                            # same placement), through an
+#                                            # rsh agent that enters the
+#                                            # namespace
+#   scripts/emucluster.sh hier [H T] [SIZES] # hosts x ranks per host: redcoll
+#                                            # as processes (shared memory
+#                                            # inside a host) and as threads
+#                                            # (redcoll_hier_run), Open MPI
+#                                            # with the same placement; CSV
 #   scripts/emucluster.sh down [H]           # removes everything it made
 #   scripts/emucluster.sh selftest           # up 3 at 100 Mbit/s, a 1 MiB
 #                                            # allreduce (redcoll-bench), an
@@ -77,20 +86,26 @@ up() {
 
 # One rank per host with redcoll's TCP environment: a host list.
 run() {
-  local h=$1 i pids=() hosts="" port=29600 rc=0 logdir
+  local h=$1 i j r n pph=${EMU_PPH:-1} pids=() hosts="" port=29600 rc=0 logdir
   shift
   [ "${1:-}" = "--" ] && shift
-  for ((i = 0; i < h; i++)); do hosts+="${hosts:+,}$(host_ip "$i"):$port"; done
+  n=$((h * pph))
+  for ((i = 0; i < h; i++)); do
+    for ((j = 0; j < pph; j++)); do hosts+="${hosts:+,}$(host_ip "$i"):$((port + j))"; done
+  done
   logdir=$(mktemp -d)
   for ((i = 0; i < h; i++)); do
-    ip netns exec "$PREFIX$i" env REDCOLL_RANK="$i" REDCOLL_SIZE="$h" REDCOLL_HOSTS="$hosts" \
-      REDCOLL_JOB_ID="emu$$" "$@" > "$logdir/$i.out" 2> "$logdir/$i.err" &
-    pids+=($!)
+    for ((j = 0; j < pph; j++)); do
+      r=$((i * pph + j))
+      ip netns exec "$PREFIX$i" env REDCOLL_RANK="$r" REDCOLL_SIZE="$n" REDCOLL_HOSTS="$hosts" \
+        REDCOLL_JOB_ID="emu$$" "$@" > "$logdir/$r.out" 2> "$logdir/$r.err" &
+      pids+=($!)
+    done
   done
-  for ((i = 0; i < h; i++)); do wait "${pids[$i]}" || rc=$?; done
+  for ((i = 0; i < n; i++)); do wait "${pids[$i]}" || rc=$?; done
   cat "$logdir/0.out"
   if [ "$rc" != 0 ]; then
-    for ((i = 0; i < h; i++)); do sed "s/^/[$i] /" "$logdir/$i.err" >&2; done
+    for ((i = 0; i < n; i++)); do sed "s/^/[$i] /" "$logdir/$i.err" >&2; done
   fi
   rm -rf "$logdir"
   return "$rc"
@@ -99,10 +114,10 @@ run() {
 # Open MPI, one rank per host: mpirun in the root namespace, its daemons
 # started in each namespace by the rsh agent below.
 mpirun_emu() {
-  local h=$1 i hosts="" agent
+  local h=$1 i hosts="" agent pph=${EMU_PPH:-1}
   shift
   [ "${1:-}" = "--" ] && shift
-  for ((i = 0; i < h; i++)); do hosts+="${hosts:+,}$(host_ip "$i")"; done
+  for ((i = 0; i < h; i++)); do hosts+="${hosts:+,}$(host_ip "$i"):$pph"; done
   agent=$(mktemp)
   cat > "$agent" <<EOF
 #!/bin/sh
@@ -115,8 +130,9 @@ exec ip netns exec $PREFIX\$n sh -c "\$*"
 EOF
   chmod +x "$agent"
   OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-    mpirun --host "$hosts" -np "$h" --mca plm_rsh_agent "$agent" \
-    --mca btl tcp,self --mca btl_tcp_if_include "$NET.0/24" --mca oob_tcp_if_include "$NET.0/24" \
+    mpirun --host "$hosts" -np $((h * pph)) --map-by slot --bind-to none \
+    --mca plm_rsh_agent "$agent" ${EMU_MPI_ARGS:-} \
+    --mca btl "${EMU_MPI_BTL:-tcp,self}" --mca btl_tcp_if_include "$NET.0/24" --mca oob_tcp_if_include "$NET.0/24" \
     "$@"
   local rc=$?
   rm -f "$agent"
@@ -133,6 +149,34 @@ selftest() {
     echo
   fi
   echo "emucluster: selftest ok"
+}
+
+# H hosts x T ranks per host, allreduce float32 over SIZES: redcoll as
+# processes (EMU_PPH=T, shared memory inside a host), as threads
+# (redcoll-bench --threads T, one process per host), each with two_level,
+# AUTO and flat algorithms forced; Open MPI with the same placement (vader
+# inside a host), its default and each of its allreduce algorithms forced.
+# One CSV on stdout (redcoll-bench's columns, impl naming the placement).
+hier_bench() {
+  local h=${1:-4} t=${2:-4} sizes=${3:-64K:32M} bench=${BUILD:-build}/tools/redcoll-bench
+  local algos=${EMU_ALGOS:-two_level,auto,ring,halving_doubling,elimination,binary_blocks}
+  local common=(--sizes "$sizes" --factor 4 --iters "${EMU_ITERS:-3}" --warmup 1 --no-header)
+  echo "impl,coll,p,bytes,median_us,p99_us,algbw_GBps,busbw_GBps,algo"
+  run "$h" -- "$bench" --threads "$t" --algo "$algos" "${common[@]}" | sed "s/^redcoll,/redcoll-threads,/"
+  EMU_PPH=$t run "$h" -- "$bench" --algo "$algos" "${common[@]}" | sed "s/^redcoll,/redcoll-procs,/"
+  if command -v mpicc > /dev/null; then
+    local mb
+    mb=$(mktemp -d)/mpi_bench
+    mpicc -O2 -o "$mb" bench/peers/mpi_bench.c -lm
+    local a
+    for a in 0 1 2 3 4 5 6; do
+      EMU_PPH=$t EMU_MPI_BTL=tcp,self,vader \
+        EMU_MPI_ARGS="--mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_allreduce_algorithm $a" \
+        mpirun_emu "$h" -- "$mb" --impl "ompi-alg$a" --sizes "$sizes" --factor 4 \
+        --iters "${EMU_ITERS:-3}" --warmup 1 --no-header
+    done
+    rm -rf "$(dirname "$mb")"
+  fi
 }
 
 # Brings up h hosts unless they are there; what it brought up goes down
@@ -152,5 +196,6 @@ case "$cmd" in
   run) need_root; ensure_up "$1"; run "$@" ;;
   mpirun) need_root; ensure_up "$1"; mpirun_emu "$@" ;;
   selftest) need_root; selftest ;;
-  *) sed -n '2,26p' "$0"; exit 2 ;;
+  hier) need_root; ensure_up "${1:-4}"; hier_bench "$@" ;;
+  *) sed -n '2,37p' "$0"; exit 2 ;;
 esac

@@ -220,7 +220,24 @@ typedef struct redcoll__call {
    * receive side; gatherv and scatterv: counts (every rank) and displs
    * (the root's; NULL elsewhere).  Elements. */
   const size_t *displs, *rcounts, *rdispls;
+  /* How a meta-algorithm (two_level) runs and prices the flat collectives
+   * of its phases (select/select.c's redcoll__phases), passed in so that
+   * it needs no link to the registry that lists it. */
+  const struct redcoll__phase_ops *phases;
 } redcoll__call;
+
+/* The flat collectives of a two-level algorithm's phases. */
+typedef struct redcoll__phase_ops {
+  /* Runs sub (its comm a view) with AUTO's flat choice there. */
+  int (*run)(const redcoll__call *sub);
+  /* The best flat algorithm's predicted time for coll on p ranks of
+   * count elements of call's dtype and operator under alpha a and beta
+   * b (call's communicator's gamma, threshold and ranks per CPU); a
+   * negative value if nothing is modelled. */
+  double (*cost)(const redcoll__call *call, redcoll_coll coll, int p, size_t count, double a,
+                 double b);
+} redcoll__phase_ops;
+extern const redcoll__phase_ops redcoll__phases;
 
 typedef int (*redcoll__algo_fn)(const redcoll__call *call);
 
@@ -293,12 +310,6 @@ void redcoll__topo_free(redcoll__topo *t);
 const redcoll__topo *redcoll__hier_topo(redcoll_comm *c);
 /* At destruction: frees the hosts and the views. */
 void redcoll__hier_free(redcoll_comm *c);
-/* A view of c for one phase of a two-level collective: rank `rank` of
- * `size`, map (size entries of transport ranks, taken over), on c's
- * transport and channel, with cost model cm (api/comm.c). */
-int redcoll__comm_view(redcoll_comm *c, int rank, int size, int *map, double alpha, double beta,
-                       redcoll_comm **out);
-void redcoll__comm_view_free(redcoll_comm *v);
 /* AUTO's two-level choice (algo/hier/two_level.c).  The factor by which
  * a flat algorithm's beta grows on c because ranks share a host's link:
  * the most ranks on one host when c has two levels (hosts known, more than

@@ -75,6 +75,7 @@ static double now_us(void) {
  * the collective, its size, the algorithm and why, and the time taken. */
 static int run(redcoll__call *call) {
   redcoll_comm *c = call->comm;
+  call->phases = &redcoll__phases;
   if (call->calibrate) {
     /* The first choice AUTO makes on c: measure the model first, as a
      * step of this collective (on a nonblocking one's fiber, posted). */

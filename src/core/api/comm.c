@@ -153,39 +153,6 @@ int redcoll__comm_derive(redcoll_comm *p, int rank, int size, int *map, uint64_t
   return REDCOLL_OK;
 }
 
-int redcoll__comm_view(redcoll_comm *c, int rank, int size, int *map, double alpha, double beta,
-                       redcoll_comm **out) {
-  redcoll_comm *v = calloc(1, sizeof *v);
-  if (v == NULL) return REDCOLL_ENOMEM;
-  comm_defaults(v, c->ep, rank, size);
-  v->map = map;
-  v->channel = c->channel;
-  v->owns_channels = c->owns_channels;
-  v->parent = c;
-  v->info = c->info;
-  v->info.hosts = NULL; /* one level: flat algorithms only */
-  v->threshold = c->threshold;
-  v->results = c->results;
-  v->timeout_ms = c->timeout_ms;
-  v->cost_state = 2;
-  v->cost_alpha = alpha;
-  v->cost_beta = beta;
-  v->cost_gamma = c->cost_gamma;
-  v->cal_state = 1;
-  v->rpc_state = 2;
-  v->ranks_per_cpu = c->ranks_per_cpu;
-  *out = v;
-  return REDCOLL_OK;
-}
-
-void redcoll__comm_view_free(redcoll_comm *v) {
-  if (v == NULL) return;
-  free(v->map);
-  free(v->scratch[0]);
-  free(v->scratch[1]);
-  free(v);
-}
-
 REDCOLL__HIDDEN int redcoll__comm_endpoint(const redcoll_comm *c, const redcoll_transport_ops **ops,
                                            void **impl, uint64_t *channel, const int **map,
                                            unsigned *caps) {

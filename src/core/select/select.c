@@ -118,6 +118,25 @@ redcoll_algo redcoll__select(const redcoll__call *call) {
   return best;
 }
 
+/* ---- the phases of a two-level algorithm ----------------------------------- */
+
+static int phase_run(const redcoll__call *sub) {
+  const redcoll__algo_entry *e = redcoll__algo_find(sub->coll, redcoll__select(sub));
+  return e != NULL ? e->run(sub) : REDCOLL_ENOTSUP;
+}
+
+static double phase_cost(const redcoll__call *call, redcoll_coll coll, int p, size_t count,
+                         double a, double b) {
+  const redcoll_comm *c = call->comm;
+  redcoll__cost_args args = {coll, p, count, call->esize, c->threshold, 0, c->ranks_per_cpu};
+  redcoll__cost_model cm = {a, b, c->cost_gamma};
+  double t;
+  redcoll__cost_select(&args, redcoll__excluded_flags(call), &cm, &t);
+  return isfinite(t) ? t : -1;
+}
+
+const redcoll__phase_ops redcoll__phases = {phase_run, phase_cost};
+
 /* Integer dtypes with built-in operators are exact in every order. */
 static int order_changes_bits(const redcoll__call *call) {
   if (call->op == NULL) return 0;

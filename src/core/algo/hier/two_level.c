@@ -63,7 +63,7 @@
 #include <stdlib.h>
 
 #include "internal.h"
-#include "select/cost.h"
+#include "select/cost.h" /* the cost model the views carry */
 
 typedef struct redcoll__hier {
   redcoll__topo topo;
@@ -75,11 +75,19 @@ typedef struct redcoll__hier {
 
 /* ---- the hosts and the views --------------------------------------------- */
 
+static void view_free(redcoll_comm *v) {
+  if (v == NULL) return;
+  free(v->map);
+  free(v->scratch[0]);
+  free(v->scratch[1]);
+  free(v);
+}
+
 void redcoll__hier_free(redcoll_comm *c) {
   redcoll__hier *h = c->hier;
   if (h == NULL) return;
-  redcoll__comm_view_free(h->intra);
-  redcoll__comm_view_free(h->inter);
+  view_free(h->intra);
+  view_free(h->inter);
   redcoll__topo_free(&h->topo);
   free(h->cnt);
   free(h->dsp);
@@ -88,14 +96,37 @@ void redcoll__hier_free(redcoll_comm *c) {
 }
 
 /* A view of the ranks `ranks[0 .. n)` of c (in that order), this rank
- * being ranks[me]. */
+ * being ranks[me]: c's transport and channel, one level (no hosts), no
+ * calibration; its cost model and settings are c's, refreshed at every
+ * call (refresh). */
 static int make_view(redcoll_comm *c, const int *ranks, int n, int me, redcoll_comm **out) {
+  redcoll_comm *v = calloc(1, sizeof *v);
   int *map = malloc((size_t)n * sizeof *map);
-  if (map == NULL) return REDCOLL_ENOMEM;
+  if (v == NULL || map == NULL) {
+    free(v);
+    free(map);
+    return REDCOLL_ENOMEM;
+  }
   for (int i = 0; i < n; i++) map[i] = redcoll__peer(c, ranks[i]);
-  int rc = redcoll__comm_view(c, me, n, map, 0, 0, out);
-  if (rc != REDCOLL_OK) free(map);
-  return rc;
+  v->ep = c->ep;
+  v->ops = c->ops;
+  v->impl = c->impl;
+  v->map = map;
+  v->rank = me;
+  v->size = n;
+  v->channel = c->channel;
+  v->owns_channels = c->owns_channels;
+  v->parent = c;
+  v->info = c->info;
+  v->info.hosts = NULL;
+  v->last_algo = REDCOLL_ALGO_AUTO;
+  v->timeout_ms = c->timeout_ms;
+  v->deadline_ns = UINT64_MAX;
+  v->cost_state = 2;
+  v->cal_state = 1;
+  v->rpc_state = 2;
+  *out = v;
+  return REDCOLL_OK;
 }
 
 static int hier_build(redcoll_comm *c, redcoll__hier *h) {
@@ -156,12 +187,8 @@ double redcoll__two_level_link_share(redcoll_comm *c) {
 static double phase(const redcoll__call *call, redcoll_coll coll, int p, size_t count, double a,
                     double b) {
   if (p <= 1 || count == 0) return 0;
-  const redcoll_comm *c = call->comm;
-  redcoll__cost_args args = {coll, p, count, call->esize, c->threshold, 0, c->ranks_per_cpu};
-  redcoll__cost_model cm = {a, b, c->cost_gamma};
-  double t;
-  redcoll__cost_select(&args, redcoll__excluded_flags(call), &cm, &t);
-  if (isfinite(t)) return t;
+  double t = call->phases->cost(call, coll, p, count, a, b);
+  if (t >= 0) return t;
   return (p - 1) * a + (double)count * (double)call->esize * b;
 }
 
@@ -300,6 +327,7 @@ static redcoll__call base(const redcoll__call *call, redcoll_comm *v, redcoll_co
   sc.dtype = call->dtype;
   sc.op = call->op;
   sc.esize = call->esize;
+  sc.phases = call->phases;
   return sc;
 }
 
@@ -321,8 +349,7 @@ static int sub(redcoll__call *sc, unsigned phase) {
   if (sc->coll != REDCOLL_COLL_BARRIER && sc->count == 0) return REDCOLL_OK;
   if (v->size == 1) return sc->coll == REDCOLL_COLL_BARRIER ? REDCOLL_OK : one(sc);
   enter_phase(v, sc, phase);
-  const redcoll__algo_entry *e = redcoll__algo_find(sc->coll, redcoll__select(sc));
-  int rc = e != NULL ? e->run(sc) : REDCOLL_ENOTSUP;
+  int rc = sc->phases->run(sc);
   v->cur = NULL;
   return rc;
 }
