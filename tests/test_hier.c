@@ -353,11 +353,14 @@ static int choice_rank(redcoll_comm *c, void *arg) {
   choice_arg *a = arg;
   /* A network 100 times slower than the host. */
   redcoll_comm_set_cost_model(c, 5e-5, 1e-8, 1e-10);
-  static double x[1 << 16], y[1 << 16];
-  int rc = redcoll_allreduce(c, x, y, 1 << 16, REDCOLL_FLOAT64, REDCOLL_SUM);
+  double *x = calloc(1 << 16, sizeof *x), *y = calloc(1 << 16, sizeof *y);
+  int rc = x != NULL && y != NULL ? redcoll_allreduce(c, x, y, 1 << 16, REDCOLL_FLOAT64, REDCOLL_SUM)
+                                  : REDCOLL_ENOMEM;
+  if (rc == REDCOLL_OK && redcoll_comm_rank(c) == 0) a->big = redcoll_comm_last_algorithm(c);
+  if (rc == REDCOLL_OK) rc = redcoll_allreduce(c, x, y, 1, REDCOLL_FLOAT64, REDCOLL_SUM);
+  free(x);
+  free(y);
   if (rc != REDCOLL_OK) return rc;
-  if (redcoll_comm_rank(c) == 0) a->big = redcoll_comm_last_algorithm(c);
-  if ((rc = redcoll_allreduce(c, x, y, 1, REDCOLL_FLOAT64, REDCOLL_SUM)) != REDCOLL_OK) return rc;
   if (redcoll_comm_rank(c) == 0) a->small = redcoll_comm_last_algorithm(c);
   return REDCOLL_OK;
 }
