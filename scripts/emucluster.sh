@@ -24,9 +24,10 @@
 #                                            # with the same placement; CSV
 #   scripts/emucluster.sh down [H]           # removes everything it made
 #   scripts/emucluster.sh selftest           # up 3 at 100 Mbit/s, a 1 MiB
-#                                            # allreduce (redcoll-bench), an
-#                                            # mpirun across the namespaces,
-#                                            # down
+#                                            # allreduce (redcoll-bench), the
+#                                            # same with 2 threads and with 2
+#                                            # processes per host, an mpirun
+#                                            # across the namespaces, down
 #
 # Host i (0-based) is namespace rcemu<i> at 10.77.0.<i+1>/24; the bridge
 # rcemu-br holds 10.77.0.254 for the launcher (mpirun's daemons call back
@@ -144,6 +145,12 @@ selftest() {
   up 3 100
   trap down EXIT
   run 3 -- "$bench" --sizes 1M:1M --iters 3 --warmup 1 --no-header
+  # hosts x ranks: 2 threads per host (redcoll_hier_run), then 2 processes
+  # per host (shared memory inside), two_level and AUTO, results checked
+  run 3 -- "$bench" --threads 2 --sizes 256K:256K --algo two_level,auto --iters 2 --warmup 1 \
+    --no-header
+  EMU_PPH=2 run 3 -- "$bench" --sizes 256K:256K --algo two_level,auto --iters 2 --warmup 1 \
+    --no-header
   if command -v mpirun > /dev/null; then
     mpirun_emu 3 -- sh -c 'ip -4 -o addr show eth0 | cut -d" " -f7' | sort | tr '\n' ' '
     echo
