@@ -22,11 +22,10 @@
  * procs' own.
  *
  * Needs, when procs has more than one rank, a transport with channels and
- * threads (REDCOLL_TRANSPORT_CAP_CHANNELS | REDCOLL_TRANSPORT_CAP_THREADS)
- * and posted exchanges (version 4: post and progress): TCP, shared memory,
- * push.  The world's nonblocking collectives run to their end inside the
- * call that starts them (its transport has no posted exchanges of its
- * own).
+ * threads (REDCOLL_TRANSPORT_CAP_CHANNELS | REDCOLL_TRANSPORT_CAP_THREADS):
+ * TCP, shared memory, threads.  The world's nonblocking collectives run to
+ * their end inside the call that starts them (its transport has no posted
+ * exchanges of its own).
  *
  * Errors: a collective whose peer process dies returns an error on every
  * thread of every other process (the transport's failure, then the core's
@@ -56,7 +55,7 @@ extern "C" {
  * REDCOLL_EINVAL for a NULL procs or fn, threads outside 1 ..
  * REDCOLL_HIER_MAX_THREADS, or a world of more than 65536 ranks;
  * REDCOLL_ENOTSUP when procs has more than one rank and its transport lacks
- * channels, threads or posted exchanges (logged); REDCOLL_ENOMEM; or the
+ * channels or threads (logged); REDCOLL_ENOMEM; or the
  * status of the dup of procs the world's channels are agreed on. */
 REDCOLL_API int redcoll_hier_run(redcoll_comm *procs, int threads, redcoll_rank_main fn,
                                  void *arg);
