@@ -502,6 +502,52 @@ static void hier_over_threads(void) {
     }
 }
 
+/* Two threads of each rank, one on the world and one on a dup, at once:
+ * every exchange of a 2-process world has both sides in the other process,
+ * so both threads need a partner at the same time. */
+typedef struct {
+  redcoll_comm *c;
+  int bad, rc;
+} dup_job;
+
+static void *dup_loop(void *p) {
+  dup_job *j = p;
+  for (int i = 0; i < 300 && j->rc == REDCOLL_OK; i++) {
+    double v[64], r[64];
+    for (int k = 0; k < 64; k++) v[k] = redcoll_comm_rank(j->c) + 1 + k;
+    j->rc = redcoll_allreduce(j->c, v, r, 64, REDCOLL_FLOAT64, REDCOLL_SUM);
+    for (int k = 0; k < 64 && j->rc == REDCOLL_OK; k++) j->bad += r[k] != 3.0 + 2 * k;
+  }
+  return NULL;
+}
+
+static int dup_world(redcoll_comm *w, void *arg) {
+  int *bad = arg;
+  redcoll_comm *d = NULL;
+  int rc = redcoll_comm_dup(w, &d);
+  if (rc != REDCOLL_OK) return rc;
+  dup_job a = {w, 0, REDCOLL_OK}, b = {d, 0, REDCOLL_OK};
+  pthread_t th;
+  if (pthread_create(&th, NULL, dup_loop, &b) != 0) b.rc = REDCOLL_ENOMEM;
+  else {
+    dup_loop(&a);
+    pthread_join(th, NULL);
+  }
+  redcoll_comm_destroy(d);
+  __atomic_add_fetch(bad, a.bad + b.bad, __ATOMIC_RELAXED);
+  return a.rc != REDCOLL_OK ? a.rc : b.rc;
+}
+
+static int dup_proc(redcoll_comm *procs, void *arg) {
+  return redcoll_hier_run(procs, 1, dup_world, arg);
+}
+
+static void hier_dups_at_once(void) {
+  int bad = 0;
+  CHECK_INT(redcoll_threads_run(2, dup_proc, &bad), REDCOLL_OK);
+  CHECK_INT(bad, 0);
+}
+
 /* A procs transport without channels and threads, with more than one
  * rank: refused before anything is sent. */
 static int no_channels_send(void *impl, int dst, uint64_t tag, const void *buf, size_t len) {
@@ -617,7 +663,7 @@ static void tcp_kill(void) {
 #endif
 
 TEST_MAIN(TEST(topo_examples), TEST(even_hosts), TEST(uneven_hosts), TEST(interleaved_hosts),
-          TEST(split_worlds), TEST(auto_choice), TEST(sim_claims), TEST(hier_one_process), TEST(hier_over_threads), TEST(hier_refused)
+          TEST(split_worlds), TEST(auto_choice), TEST(sim_claims), TEST(hier_one_process), TEST(hier_over_threads), TEST(hier_dups_at_once), TEST(hier_refused)
 #ifdef REDCOLL_TEST_TCP
           , TEST(tcp_hosts_threads), TEST(tcp_kill)
 #endif

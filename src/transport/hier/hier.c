@@ -34,16 +34,26 @@
 
 enum { PARTNER_IDLE, PARTNER_JOB, PARTNER_DONE, PARTNER_QUIT };
 
+/* A thread that runs the send side of an exchange whose two sides both go
+ * to other processes, and its one job. */
+typedef struct partner {
+  struct partner *next_idle, *next_all;
+  struct hier_rank *R;
+  int state, rc;
+  pthread_t th;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  redcoll_transport_ctx ctx;
+  redcoll_transport_msg msg;
+} partner;
+
 typedef struct hier_rank {
   hier_proc *P;
   int t;
-  /* The partner thread (partner_send) and its one job. */
-  int pstarted, pstate, prc;
-  pthread_t pth;
-  pthread_mutex_t pmu;
-  pthread_cond_t pcv;
-  redcoll_transport_ctx pctx;
-  redcoll_transport_msg pmsg;
+  /* Partners: one per exchange in flight that needs one (calls on
+   * different channels may run at once, CAP_THREADS), kept for reuse. */
+  pthread_mutex_t pool_mu;
+  partner *idle, *all;
 } hier_rank;
 
 static void h_cancel(void *impl, uint64_t channel, int status);
@@ -130,67 +140,90 @@ static int remote_exchange(hier_rank *R, const redcoll_transport_ctx *ctx, int s
  * exchange and kept until the rank is destroyed. */
 
 static void *partner_main(void *arg) {
-  hier_rank *R = arg;
-  pthread_mutex_lock(&R->pmu);
+  partner *w = arg;
+  pthread_mutex_lock(&w->mu);
   for (;;) {
-    while (R->pstate == PARTNER_IDLE || R->pstate == PARTNER_DONE)
-      pthread_cond_wait(&R->pcv, &R->pmu);
-    if (R->pstate == PARTNER_QUIT) break;
-    pthread_mutex_unlock(&R->pmu);
-    int rc = remote_exchange(R, &R->pctx, 1, &R->pmsg);
-    pthread_mutex_lock(&R->pmu);
-    R->prc = rc;
-    R->pstate = PARTNER_DONE;
-    pthread_cond_broadcast(&R->pcv);
+    while (w->state == PARTNER_IDLE || w->state == PARTNER_DONE) pthread_cond_wait(&w->cv, &w->mu);
+    if (w->state == PARTNER_QUIT) break;
+    pthread_mutex_unlock(&w->mu);
+    int rc = remote_exchange(w->R, &w->ctx, 1, &w->msg);
+    pthread_mutex_lock(&w->mu);
+    w->rc = rc;
+    w->state = PARTNER_DONE;
+    pthread_cond_broadcast(&w->cv);
   }
-  pthread_mutex_unlock(&R->pmu);
+  pthread_mutex_unlock(&w->mu);
   return NULL;
 }
 
-/* Hands the send side to the partner (started on first use). */
-static int partner_send(hier_rank *R, const redcoll_transport_ctx *ctx,
-                        const redcoll_transport_msg *m) {
-  if (!R->pstarted) {
-    if (pthread_mutex_init(&R->pmu, NULL) != 0) return REDCOLL_ENOMEM;
-    if (pthread_cond_init(&R->pcv, NULL) != 0) {
-      pthread_mutex_destroy(&R->pmu);
-      return REDCOLL_ENOMEM;
-    }
-    R->pstate = PARTNER_IDLE;
-    if (pthread_create(&R->pth, NULL, partner_main, R) != 0) {
-      pthread_cond_destroy(&R->pcv);
-      pthread_mutex_destroy(&R->pmu);
-      return REDCOLL_ENOMEM;
-    }
-    R->pstarted = 1;
+/* An idle partner of R, started if there is none; NULL if memory or a
+ * thread is short. */
+static partner *partner_take(hier_rank *R) {
+  pthread_mutex_lock(&R->pool_mu);
+  partner *w = R->idle;
+  if (w != NULL) R->idle = w->next_idle;
+  pthread_mutex_unlock(&R->pool_mu);
+  if (w != NULL) return w;
+  if ((w = calloc(1, sizeof *w)) == NULL) return NULL;
+  w->R = R;
+  w->state = PARTNER_IDLE;
+  if (pthread_mutex_init(&w->mu, NULL) != 0) {
+    free(w);
+    return NULL;
   }
-  pthread_mutex_lock(&R->pmu);
-  R->pctx = *ctx;
-  R->pmsg = *m;
-  R->pstate = PARTNER_JOB;
-  pthread_cond_broadcast(&R->pcv);
-  pthread_mutex_unlock(&R->pmu);
-  return REDCOLL_OK;
+  if (pthread_cond_init(&w->cv, NULL) != 0 ||
+      pthread_create(&w->th, NULL, partner_main, w) != 0) {
+    pthread_cond_destroy(&w->cv);
+    pthread_mutex_destroy(&w->mu);
+    free(w);
+    return NULL;
+  }
+  pthread_mutex_lock(&R->pool_mu);
+  w->next_all = R->all;
+  R->all = w;
+  pthread_mutex_unlock(&R->pool_mu);
+  return w;
 }
 
-static int partner_wait(hier_rank *R) {
-  pthread_mutex_lock(&R->pmu);
-  while (R->pstate != PARTNER_DONE) pthread_cond_wait(&R->pcv, &R->pmu);
-  R->pstate = PARTNER_IDLE;
-  int rc = R->prc;
-  pthread_mutex_unlock(&R->pmu);
+/* Hands the send side to partner w. */
+static void partner_send(partner *w, const redcoll_transport_ctx *ctx,
+                         const redcoll_transport_msg *m) {
+  pthread_mutex_lock(&w->mu);
+  w->ctx = *ctx;
+  w->msg = *m;
+  w->state = PARTNER_JOB;
+  pthread_cond_broadcast(&w->cv);
+  pthread_mutex_unlock(&w->mu);
+}
+
+/* Waits for w's send and gives w back to R's idle partners. */
+static int partner_wait(hier_rank *R, partner *w) {
+  pthread_mutex_lock(&w->mu);
+  while (w->state != PARTNER_DONE) pthread_cond_wait(&w->cv, &w->mu);
+  w->state = PARTNER_IDLE;
+  int rc = w->rc;
+  pthread_mutex_unlock(&w->mu);
+  pthread_mutex_lock(&R->pool_mu);
+  w->next_idle = R->idle;
+  R->idle = w;
+  pthread_mutex_unlock(&R->pool_mu);
   return rc;
 }
 
-static void partner_stop(hier_rank *R) {
-  if (!R->pstarted) return;
-  pthread_mutex_lock(&R->pmu);
-  R->pstate = PARTNER_QUIT;
-  pthread_cond_broadcast(&R->pcv);
-  pthread_mutex_unlock(&R->pmu);
-  pthread_join(R->pth, NULL);
-  pthread_cond_destroy(&R->pcv);
-  pthread_mutex_destroy(&R->pmu);
+/* At destroy (no exchange of R runs): stops and frees every partner. */
+static void partner_stop_all(hier_rank *R) {
+  for (partner *w = R->all, *next; w != NULL; w = next) {
+    next = w->next_all;
+    pthread_mutex_lock(&w->mu);
+    w->state = PARTNER_QUIT;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    pthread_join(w->th, NULL);
+    pthread_cond_destroy(&w->cv);
+    pthread_mutex_destroy(&w->mu);
+    free(w);
+  }
+  R->all = R->idle = NULL;
 }
 
 /* ---- the exchange ----------------------------------------------------------- */
@@ -238,7 +271,8 @@ static int h_exchange(void *impl, const redcoll_transport_ctx *ctx, const redcol
   if (P->ops->now != NULL && deadline != UINT64_MAX) {
     /* Local waits run on the monotonic clock: translate. */
     uint64_t pn = P->ops->now(P->impl), mn = mono_ns();
-    deadline = deadline > pn ? mn + (deadline - pn) : mn;
+    uint64_t left = deadline > pn ? deadline - pn : 0;
+    deadline = left > UINT64_MAX - mn ? UINT64_MAX : mn + left;
   }
   const redcoll_transport_msg *side[2] = {send, recv};
   mb_half half[2];
@@ -283,13 +317,16 @@ static int h_exchange(void *impl, const redcoll_transport_ctx *ctx, const redcol
   if (rc == REDCOLL_OK && nremote == 1) {
     rc = remote_exchange(R, ctx, only == 0, side[only]);
   } else if (rc == REDCOLL_OK && nremote == 2) {
-    rc = partner_send(R, ctx, send);
-    if (rc == REDCOLL_OK) {
+    partner *w = partner_take(R);
+    if (w == NULL) {
+      rc = REDCOLL_ENOMEM;
+    } else {
+      partner_send(w, ctx, send);
       rc = remote_exchange(R, ctx, 0, recv);
       /* A failed receive ends the communicator here: the cancel also ends
        * the partner's send, which may wait for a peer that never comes. */
       if (rc != REDCOLL_OK) h_cancel(R, ctx->channel, rc);
-      int src = partner_wait(R);
+      int src = partner_wait(R, w);
       if (rc == REDCOLL_OK) rc = src;
     }
   }
@@ -358,6 +395,16 @@ static void h_cancel(void *impl, uint64_t channel, int status) {
   pthread_mutex_unlock(&P->mu);
 }
 
+/* This process gives up: every world group it used is cancelled here and
+ * on the peer processes, and its threads' local waits end. */
+static void proc_abort(hier_proc *P, int status) {
+  pthread_mutex_lock(&P->mu);
+  for (size_t i = 0; i < P->nused; i++) cancel_group(P, P->used[i], status);
+  if (P->aborted == REDCOLL_OK) P->aborted = REDCOLL_EABORTED;
+  pthread_cond_broadcast(&P->cv);
+  pthread_mutex_unlock(&P->mu);
+}
+
 static void h_abort(void *impl, int status) {
   hier_proc *P = ((hier_rank *)impl)->P;
   pthread_mutex_lock(&P->mu);
@@ -407,7 +454,8 @@ static void proc_release(hier_proc *P) {
 
 static void h_destroy(void *impl) {
   hier_rank *R = impl;
-  partner_stop(R);
+  partner_stop_all(R);
+  pthread_mutex_destroy(&R->pool_mu);
   proc_release(R->P);
   free(R);
 }
@@ -440,10 +488,14 @@ static void *thread_main(void *p) {
   hier_rank *R = malloc(sizeof *R);
   redcoll_comm *world = NULL;
   int rc = REDCOLL_ENOMEM;
+  if (R != NULL && pthread_mutex_init(&R->pool_mu, NULL) != 0) {
+    free(R);
+    R = NULL;
+  }
   if (R != NULL) {
-    memset(R, 0, sizeof *R);
     R->P = P;
     R->t = ht->t;
+    R->idle = R->all = NULL;
     pthread_mutex_lock(&P->mu);
     P->refs++;
     pthread_mutex_unlock(&P->mu);
@@ -456,10 +508,7 @@ static void *thread_main(void *p) {
     if (rc != REDCOLL_OK) h_abort(R, rc);
     redcoll_comm_destroy(world);
   } else {
-    pthread_mutex_lock(&P->mu);
-    P->aborted = REDCOLL_EABORTED;
-    pthread_cond_broadcast(&P->cv);
-    pthread_mutex_unlock(&P->mu);
+    proc_abort(P, rc);
   }
   ht->status = rc;
   return NULL;
@@ -520,7 +569,8 @@ REDCOLL_API int redcoll_hier_run_statuses(redcoll_comm *procs, int threads, redc
   uint64_t ch;
   const int *map;
   unsigned caps;
-  redcoll__comm_endpoint(procs, &ops, &impl, &ch, &map, &caps);
+  int rc = redcoll__comm_endpoint(procs, &ops, &impl, &ch, &map, &caps);
+  if (rc != REDCOLL_OK) return rc;
   unsigned need = REDCOLL_TRANSPORT_CAP_CHANNELS | REDCOLL_TRANSPORT_CAP_THREADS;
   if (redcoll_comm_size(procs) > 1 &&
       ((caps & need) != need || ops->version < 3)) {
@@ -531,7 +581,7 @@ REDCOLL_API int redcoll_hier_run_statuses(redcoll_comm *procs, int threads, redc
     return REDCOLL_ENOTSUP;
   }
   redcoll_comm *dup = NULL;
-  int rc = redcoll_comm_dup(procs, &dup);
+  rc = redcoll_comm_dup(procs, &dup);
   if (rc != REDCOLL_OK) return rc;
   hier_proc *P = NULL;
   if ((rc = proc_new(procs, dup, threads, &P)) != REDCOLL_OK) {
@@ -549,10 +599,7 @@ REDCOLL_API int redcoll_hier_run_statuses(redcoll_comm *procs, int threads, redc
     ht[t] = (hier_thread){P, t, fn, arg, REDCOLL_OK, 0};
     if (pthread_create(&ht[t].th, NULL, thread_main, &ht[t]) != 0) {
       rc = REDCOLL_ENOMEM;
-      pthread_mutex_lock(&P->mu);
-      P->aborted = REDCOLL_EABORTED;
-      pthread_cond_broadcast(&P->cv);
-      pthread_mutex_unlock(&P->mu);
+      proc_abort(P, rc);
       break;
     }
     started++;
