@@ -192,9 +192,6 @@ static double phase(const redcoll__call *call, redcoll_coll coll, int p, size_t 
   return (p - 1) * a + (double)count * (double)call->esize * b;
 }
 
-/* Largest of k balanced blocks of n. */
-static size_t blk(size_t n, size_t k) { return n / k + (n % k != 0); }
-
 /* The predicted time of the two-level algorithm with s slices. */
 static double cost_two(const redcoll__call *call, const redcoll__topo *t, int s) {
   const redcoll_comm *c = call->comm;
@@ -211,7 +208,7 @@ static double cost_two(const redcoll__call *call, const redcoll__topo *t, int s)
     if (s == 1)
       return phase(call, REDCOLL_COLL_REDUCE, T, m, la, lb) + phase(call, mid, H, m, a, b) +
              phase(call, REDCOLL_COLL_BCAST, T, m, la, lb);
-    size_t sl = blk(m, (size_t)s);
+    size_t sl = redcoll__block_start(m, (size_t)s, 1); /* the largest slice */
     return phase(call, REDCOLL_COLL_REDUCE_SCATTER, T, sl, la, lb) +
            phase(call, mid, H, sl, a, b * s) + phase(call, REDCOLL_COLL_ALLGATHERV, T, sl, la, lb);
   }
@@ -318,19 +315,6 @@ static void enter_phase(redcoll_comm *v, const redcoll__call *sc, unsigned phase
   v->cur = sc;
 }
 
-/* A sub-call of `call` for collective coll on view v. */
-static redcoll__call base(const redcoll__call *call, redcoll_comm *v, redcoll_coll coll) {
-  redcoll__call sc;
-  memset(&sc, 0, sizeof sc);
-  sc.comm = v;
-  sc.coll = coll;
-  sc.dtype = call->dtype;
-  sc.op = call->op;
-  sc.esize = call->esize;
-  sc.phases = call->phases;
-  return sc;
-}
-
 /* What a view of one rank does: its own block where the output wants it. */
 static int one(const redcoll__call *sc) {
   size_t es = sc->esize, n = sc->counts != NULL ? sc->counts[0] : sc->count;
@@ -343,13 +327,38 @@ static int one(const redcoll__call *sc) {
   return REDCOLL_OK;
 }
 
-/* Runs sc on its view as phase `phase`, with AUTO's flat choice there. */
-static int sub(redcoll__call *sc, unsigned phase) {
-  redcoll_comm *v = sc->comm;
-  if (sc->coll != REDCOLL_COLL_BARRIER && sc->count == 0) return REDCOLL_OK;
-  if (v->size == 1) return sc->coll == REDCOLL_COLL_BARRIER ? REDCOLL_OK : one(sc);
-  enter_phase(v, sc, phase);
-  int rc = sc->phases->run(sc);
+/* The buffers of one phase's flat collective (as in redcoll__call). */
+typedef struct phase_args {
+  const void *send;
+  void *recv;
+  size_t count; /* the vector, or the total of counts */
+  const size_t *counts, *displs;
+  int root, in_place;
+} phase_args;
+
+/* Phase `phase` of call: collective coll on view v with AUTO's flat choice
+ * there; nothing for an empty vector, a copy on a view of one rank. */
+static int step(const redcoll__call *call, redcoll_comm *v, redcoll_coll coll, unsigned phase,
+                phase_args a) {
+  redcoll__call sc;
+  memset(&sc, 0, sizeof sc);
+  sc.comm = v;
+  sc.coll = coll;
+  sc.dtype = call->dtype;
+  sc.op = call->op;
+  sc.esize = call->esize;
+  sc.phases = call->phases;
+  sc.sendbuf = a.send;
+  sc.recvbuf = a.recv;
+  sc.count = a.count;
+  sc.counts = a.counts;
+  sc.displs = a.displs;
+  sc.root = a.root;
+  sc.in_place = a.in_place;
+  if (coll != REDCOLL_COLL_BARRIER && a.count == 0) return REDCOLL_OK;
+  if (v->size == 1) return coll == REDCOLL_COLL_BARRIER ? REDCOLL_OK : one(&sc);
+  enter_phase(v, &sc, phase);
+  int rc = call->phases->run(&sc);
   v->cur = NULL;
   return rc;
 }
@@ -377,15 +386,18 @@ static void slice_counts(redcoll__hier *h, size_t m, int s) {
   }
 }
 
-/* Phase 1 of a sliced reduction: this host's partial of slice my_local
- * into tmp. */
-static int host_slices(const redcoll__call *call, redcoll__hier *h, void *tmp) {
-  redcoll__call rs = base(call, h->intra, REDCOLL_COLL_REDUCE_SCATTER);
-  rs.sendbuf = call->sendbuf;
-  rs.recvbuf = tmp;
-  rs.count = call->count;
-  rs.counts = h->cnt;
-  return sub(&rs, 1);
+/* Phase 1 of a reduction in s slices: the counts and starts of the
+ * slices (slice_counts), and this host's partial of slice my_local in
+ * *tmp (scratch 1). */
+static int host_slices(const redcoll__call *call, redcoll__hier *h, int s, void **tmp) {
+  size_t m = call->count;
+  slice_counts(h, m, s);
+  /* the first slice is the largest */
+  if ((*tmp = redcoll__scratch(call->comm, 1, redcoll__block_start(m, (size_t)s, 1) * call->esize)) ==
+      NULL)
+    return REDCOLL_ENOMEM;
+  return step(call, h->intra, REDCOLL_COLL_REDUCE_SCATTER, 1,
+              (phase_args){.send = call->sendbuf, .recv = *tmp, .count = m, .counts = h->cnt});
 }
 
 static int tl_allreduce(const redcoll__call *call) {
@@ -394,45 +406,27 @@ static int tl_allreduce(const redcoll__call *call) {
   if (rc != REDCOLL_OK) return rc;
   const redcoll__topo *t = &h->topo;
   int s = slices(call, t), lead = t->my_local == 0;
-  size_t m = call->count, es = call->esize;
+  size_t m = call->count;
+  void *out = call->recvbuf, *tmp;
   if (s == 1) {
-    redcoll__call r = base(call, h->intra, REDCOLL_COLL_REDUCE);
-    r.sendbuf = call->sendbuf;
-    r.recvbuf = lead ? call->recvbuf : NULL;
-    r.in_place = lead && call->in_place;
-    r.count = m;
-    if ((rc = sub(&r, 1)) != REDCOLL_OK) return rc;
-    if (lead) {
-      redcoll__call a = base(call, h->inter, REDCOLL_COLL_ALLREDUCE);
-      a.sendbuf = a.recvbuf = call->recvbuf;
-      a.in_place = 1;
-      a.count = m;
-      if ((rc = sub(&a, 2)) != REDCOLL_OK) return rc;
-    }
-    redcoll__call b = base(call, h->intra, REDCOLL_COLL_BCAST);
-    b.sendbuf = b.recvbuf = call->recvbuf;
-    b.in_place = 1;
-    b.count = m;
-    return sub(&b, 3);
+    rc = step(call, h->intra, REDCOLL_COLL_REDUCE, 1,
+              (phase_args){.send = call->sendbuf, .recv = lead ? out : NULL, .count = m,
+                           .in_place = lead && call->in_place});
+    if (rc == REDCOLL_OK && lead)
+      rc = step(call, h->inter, REDCOLL_COLL_ALLREDUCE, 2,
+                (phase_args){.send = out, .recv = out, .count = m, .in_place = 1});
+    if (rc != REDCOLL_OK) return rc;
+    return step(call, h->intra, REDCOLL_COLL_BCAST, 3,
+                (phase_args){.send = out, .recv = out, .count = m, .in_place = 1});
   }
-  slice_counts(h, m, s);
-  size_t mine = h->cnt[t->my_local];
-  void *tmp = redcoll__scratch(call->comm, 1, blk(m, (size_t)s) * es);
-  if (tmp == NULL) return REDCOLL_ENOMEM;
-  if ((rc = host_slices(call, h, tmp)) != REDCOLL_OK) return rc;
-  if (t->my_local < s) {
-    redcoll__call a = base(call, h->inter, REDCOLL_COLL_ALLREDUCE);
-    a.sendbuf = a.recvbuf = tmp;
-    a.in_place = 1;
-    a.count = mine;
-    if ((rc = sub(&a, 2)) != REDCOLL_OK) return rc;
-  }
-  redcoll__call g = base(call, h->intra, REDCOLL_COLL_ALLGATHERV);
-  g.sendbuf = tmp;
-  g.recvbuf = call->recvbuf;
-  g.count = m;
-  g.counts = h->cnt;
-  return sub(&g, 3);
+  if ((rc = host_slices(call, h, s, &tmp)) != REDCOLL_OK) return rc;
+  if (t->my_local < s &&
+      (rc = step(call, h->inter, REDCOLL_COLL_ALLREDUCE, 2,
+                 (phase_args){.send = tmp, .recv = tmp, .count = h->cnt[t->my_local],
+                              .in_place = 1})) != REDCOLL_OK)
+    return rc;
+  return step(call, h->intra, REDCOLL_COLL_ALLGATHERV, 3,
+              (phase_args){.send = tmp, .recv = out, .count = m, .counts = h->cnt});
 }
 
 static int tl_reduce(const redcoll__call *call) {
@@ -441,53 +435,35 @@ static int tl_reduce(const redcoll__call *call) {
   if (rc != REDCOLL_OK) return rc;
   const redcoll__topo *t = &h->topo;
   redcoll_comm *c = call->comm;
-  int s = slices(call, t), lead = t->my_local == 0;
+  int s = slices(call, t), lead = t->my_local == 0, root = c->rank == call->root;
   int hr = t->host_of[call->root], lr = t->local_of[call->root], home = t->my_host == hr;
   size_t m = call->count, es = call->esize;
+  void *tmp = NULL;
   if (s == 1) {
-    void *out = NULL;
-    if (lead) out = c->rank == call->root ? call->recvbuf : redcoll__scratch(c, 1, m * es);
-    if (lead && out == NULL) return REDCOLL_ENOMEM;
-    redcoll__call r = base(call, h->intra, REDCOLL_COLL_REDUCE);
-    r.sendbuf = call->sendbuf;
-    r.recvbuf = out;
-    r.in_place = out == call->sendbuf;
-    r.count = m;
-    if ((rc = sub(&r, 1)) != REDCOLL_OK) return rc;
-    if (lead) {
-      redcoll__call a = base(call, h->inter, REDCOLL_COLL_REDUCE);
-      a.sendbuf = out;
-      a.recvbuf = home ? out : NULL;
-      a.in_place = home;
-      a.count = m;
-      a.root = hr;
-      if ((rc = sub(&a, 2)) != REDCOLL_OK) return rc;
-    }
-    if (!home) return REDCOLL_OK;
-    return hand_over(h, call, 3, 0, lr, lead ? out : call->recvbuf, m * es);
+    /* a host's first rank reduces into the root's buffer or scratch */
+    if (lead && (tmp = root ? call->recvbuf : redcoll__scratch(c, 1, m * es)) == NULL)
+      return REDCOLL_ENOMEM;
+    rc = step(call, h->intra, REDCOLL_COLL_REDUCE, 1,
+              (phase_args){.send = call->sendbuf, .recv = tmp, .count = m,
+                           .in_place = tmp == call->sendbuf});
+    if (rc == REDCOLL_OK && lead)
+      rc = step(call, h->inter, REDCOLL_COLL_REDUCE, 2,
+                (phase_args){.send = tmp, .recv = home ? tmp : NULL, .count = m, .root = hr,
+                             .in_place = home});
+    if (rc != REDCOLL_OK || !home) return rc;
+    return hand_over(h, call, 3, 0, lr, lead ? tmp : call->recvbuf, m * es);
   }
-  slice_counts(h, m, s);
-  void *tmp = redcoll__scratch(c, 1, blk(m, (size_t)s) * es);
-  if (tmp == NULL) return REDCOLL_ENOMEM;
-  if ((rc = host_slices(call, h, tmp)) != REDCOLL_OK) return rc;
-  if (t->my_local < s) {
-    redcoll__call a = base(call, h->inter, REDCOLL_COLL_REDUCE);
-    a.sendbuf = tmp;
-    a.recvbuf = home ? tmp : NULL;
-    a.in_place = home;
-    a.count = h->cnt[t->my_local];
-    a.root = hr;
-    if ((rc = sub(&a, 2)) != REDCOLL_OK) return rc;
-  }
+  if ((rc = host_slices(call, h, s, &tmp)) != REDCOLL_OK) return rc;
+  if (t->my_local < s &&
+      (rc = step(call, h->inter, REDCOLL_COLL_REDUCE, 2,
+                 (phase_args){.send = tmp, .recv = home ? tmp : NULL,
+                              .count = h->cnt[t->my_local], .root = hr, .in_place = home})) !=
+          REDCOLL_OK)
+    return rc;
   if (!home) return REDCOLL_OK;
-  redcoll__call g = base(call, h->intra, REDCOLL_COLL_GATHERV);
-  g.sendbuf = tmp;
-  g.recvbuf = c->rank == call->root ? call->recvbuf : NULL;
-  g.count = m;
-  g.counts = h->cnt;
-  g.displs = c->rank == call->root ? h->dsp : NULL;
-  g.root = lr;
-  return sub(&g, 3);
+  return step(call, h->intra, REDCOLL_COLL_GATHERV, 3,
+              (phase_args){.send = tmp, .recv = root ? call->recvbuf : NULL, .count = m,
+                           .counts = h->cnt, .displs = root ? h->dsp : NULL, .root = lr});
 }
 
 static int tl_bcast(const redcoll__call *call) {
@@ -496,37 +472,26 @@ static int tl_bcast(const redcoll__call *call) {
   if (rc != REDCOLL_OK) return rc;
   const redcoll__topo *t = &h->topo;
   int hr = t->host_of[call->root], lr = t->local_of[call->root];
+  void *buf = call->recvbuf;
   size_t m = call->count;
-  if (t->my_host == hr &&
-      (rc = hand_over(h, call, 1, lr, 0, call->recvbuf, m * call->esize)) != REDCOLL_OK)
+  if (t->my_host == hr && (rc = hand_over(h, call, 1, lr, 0, buf, m * call->esize)) != REDCOLL_OK)
     return rc;
-  if (t->my_local == 0) {
-    redcoll__call a = base(call, h->inter, REDCOLL_COLL_BCAST);
-    a.sendbuf = a.recvbuf = call->recvbuf;
-    a.in_place = 1;
-    a.count = m;
-    a.root = hr;
-    if ((rc = sub(&a, 2)) != REDCOLL_OK) return rc;
-  }
-  redcoll__call b = base(call, h->intra, REDCOLL_COLL_BCAST);
-  b.sendbuf = b.recvbuf = call->recvbuf;
-  b.in_place = 1;
-  b.count = m;
-  return sub(&b, 3);
+  if (t->my_local == 0 &&
+      (rc = step(call, h->inter, REDCOLL_COLL_BCAST, 2,
+                 (phase_args){.send = buf, .recv = buf, .count = m, .root = hr,
+                              .in_place = 1})) != REDCOLL_OK)
+    return rc;
+  return step(call, h->intra, REDCOLL_COLL_BCAST, 3,
+              (phase_args){.send = buf, .recv = buf, .count = m, .in_place = 1});
 }
 
 static int tl_barrier(const redcoll__call *call) {
   redcoll__hier *h;
   int rc = prepare(call, &h);
-  if (rc != REDCOLL_OK) return rc;
-  redcoll__call b = base(call, h->intra, REDCOLL_COLL_BARRIER);
-  if ((rc = sub(&b, 1)) != REDCOLL_OK) return rc;
-  if (h->topo.my_local == 0) {
-    redcoll__call a = base(call, h->inter, REDCOLL_COLL_BARRIER);
-    if ((rc = sub(&a, 2)) != REDCOLL_OK) return rc;
-  }
-  b = base(call, h->intra, REDCOLL_COLL_BARRIER);
-  return sub(&b, 3);
+  if (rc == REDCOLL_OK) rc = step(call, h->intra, REDCOLL_COLL_BARRIER, 1, (phase_args){0});
+  if (rc == REDCOLL_OK && h->topo.my_local == 0)
+    rc = step(call, h->inter, REDCOLL_COLL_BARRIER, 2, (phase_args){0});
+  return rc == REDCOLL_OK ? step(call, h->intra, REDCOLL_COLL_BARRIER, 3, (phase_args){0}) : rc;
 }
 
 static int tl_allgather(const redcoll__call *call) {
@@ -534,80 +499,66 @@ static int tl_allgather(const redcoll__call *call) {
   int rc = prepare(call, &h);
   if (rc != REDCOLL_OK) return rc;
   const redcoll__topo *t = &h->topo;
-  int lead = t->my_local == 0, p = call->comm->size;
-  size_t n = call->count, es = call->esize;
+  int lead = t->my_local == 0;
+  size_t n = call->count, all = (size_t)call->comm->size * n;
   char *out = call->recvbuf;
-  char *mine = out + (size_t)t->members[t->start[t->my_host]] * n * es; /* the host's blocks */
-  redcoll__call g = base(call, h->intra, REDCOLL_COLL_GATHER);
-  g.sendbuf = call->sendbuf;
-  g.recvbuf = lead ? mine : NULL;
-  g.in_place = lead && call->in_place;
-  g.count = n;
-  if ((rc = sub(&g, 1)) != REDCOLL_OK) return rc;
-  if (lead) {
+  char *mine = out + (size_t)t->members[t->start[t->my_host]] * n * call->esize; /* the host's */
+  rc = step(call, h->intra, REDCOLL_COLL_GATHER, 1,
+            (phase_args){.send = call->sendbuf, .recv = lead ? mine : NULL, .count = n,
+                         .in_place = lead && call->in_place});
+  if (rc == REDCOLL_OK && lead) {
     for (int k = 0; k < t->hosts; k++) h->cnt[k] = (size_t)(t->start[k + 1] - t->start[k]) * n;
-    redcoll__call a = base(call, h->inter, REDCOLL_COLL_ALLGATHERV);
-    a.sendbuf = mine;
-    a.recvbuf = out;
-    a.in_place = 1;
-    a.count = (size_t)p * n;
-    a.counts = h->cnt;
-    if ((rc = sub(&a, 2)) != REDCOLL_OK) return rc;
+    rc = step(call, h->inter, REDCOLL_COLL_ALLGATHERV, 2,
+              (phase_args){.send = mine, .recv = out, .count = all, .counts = h->cnt,
+                           .in_place = 1});
   }
-  redcoll__call b = base(call, h->intra, REDCOLL_COLL_BCAST);
-  b.sendbuf = b.recvbuf = out;
-  b.in_place = 1;
-  b.count = (size_t)p * n;
-  return sub(&b, 3);
+  if (rc != REDCOLL_OK) return rc;
+  return step(call, h->intra, REDCOLL_COLL_BCAST, 3,
+              (phase_args){.send = out, .recv = out, .count = all, .in_place = 1});
 }
 
 /* reduce_scatter_block and reduce_scatter: rank r's block has count (the
  * same for all) or counts[r] elements. */
+static size_t count_of(const redcoll__call *call, int r) {
+  return call->counts != NULL ? call->counts[r] : call->count;
+}
+
 static int tl_reduce_scatter(const redcoll__call *call) {
   redcoll__hier *h;
   int rc = prepare(call, &h);
   if (rc != REDCOLL_OK) return rc;
   const redcoll__topo *t = &h->topo;
   redcoll_comm *c = call->comm;
-  int lead = t->my_local == 0, p = c->size;
+  int lead = t->my_local == 0;
   size_t es = call->esize, all = 0, part = 0;
-#define COUNT_OF(r) (call->counts != NULL ? call->counts[r] : call->count)
-  for (int r = 0; r < p; r++) all += COUNT_OF(r);
+  for (int r = 0; r < c->size; r++) all += count_of(call, r);
   for (int i = t->start[t->my_host]; i < t->start[t->my_host + 1]; i++)
-    part += COUNT_OF(t->members[i]);
+    part += count_of(call, t->members[i]);
+  /* on a host's first rank: the host's sum, then its part of the whole */
   char *tmp = NULL;
   if (lead && (tmp = redcoll__scratch(c, 1, (all + part) * es)) == NULL) return REDCOLL_ENOMEM;
-  redcoll__call r = base(call, h->intra, REDCOLL_COLL_REDUCE);
-  r.sendbuf = call->sendbuf;
-  r.recvbuf = tmp;
-  r.count = all;
-  if ((rc = sub(&r, 1)) != REDCOLL_OK) return rc;
-  if (lead) {
+  char *host_part = lead ? tmp + all * es : NULL;
+  rc = step(call, h->intra, REDCOLL_COLL_REDUCE, 1,
+            (phase_args){.send = call->sendbuf, .recv = tmp, .count = all});
+  if (rc == REDCOLL_OK && lead) {
     for (int k = 0; k < t->hosts; k++) {
       h->cnt[k] = 0;
-      for (int i = t->start[k]; i < t->start[k + 1]; i++) h->cnt[k] += COUNT_OF(t->members[i]);
+      for (int i = t->start[k]; i < t->start[k + 1]; i++)
+        h->cnt[k] += count_of(call, t->members[i]);
     }
-    redcoll__call a = base(call, h->inter, REDCOLL_COLL_REDUCE_SCATTER);
-    a.sendbuf = tmp;
-    a.recvbuf = tmp + all * es;
-    a.count = all;
-    a.counts = h->cnt;
-    if ((rc = sub(&a, 2)) != REDCOLL_OK) return rc;
+    rc = step(call, h->inter, REDCOLL_COLL_REDUCE_SCATTER, 2,
+              (phase_args){.send = tmp, .recv = host_part, .count = all, .counts = h->cnt});
   }
+  if (rc != REDCOLL_OK) return rc;
   size_t at = 0;
   for (int l = 0; l < h->intra->size; l++) {
-    h->cnt[l] = COUNT_OF(t->members[t->start[t->my_host] + l]);
+    h->cnt[l] = count_of(call, t->members[t->start[t->my_host] + l]);
     h->dsp[l] = at;
     at += h->cnt[l];
   }
-#undef COUNT_OF
-  redcoll__call s = base(call, h->intra, REDCOLL_COLL_SCATTERV);
-  s.sendbuf = lead ? tmp + all * es : NULL;
-  s.recvbuf = call->recvbuf;
-  s.count = part;
-  s.counts = h->cnt;
-  s.displs = lead ? h->dsp : NULL;
-  return sub(&s, 3);
+  return step(call, h->intra, REDCOLL_COLL_SCATTERV, 3,
+              (phase_args){.send = host_part, .recv = call->recvbuf, .count = part,
+                           .counts = h->cnt, .displs = lead ? h->dsp : NULL});
 }
 
 const redcoll__algo_entry redcoll__algos_two_level[] = {
