@@ -235,16 +235,23 @@ static double cost_two(const redcoll__call *call, const redcoll__topo *t, int s)
 }
 
 /* The slices of an allreduce or reduce: 1, or the fewest ranks on a host
- * when that is predicted faster (and the vector has that many elements). */
+ * when that is predicted faster (and the vector has that many elements);
+ * *cost (if not NULL) gets the predicted time with them. */
 int redcoll__two_level_slices_forced;
 
-static int slices(const redcoll__call *call, const redcoll__topo *t) {
+static int slices(const redcoll__call *call, const redcoll__topo *t, double *cost) {
   int s = t->min_local;
-  if (s <= 1 || call->count < (size_t)s ||
-      (call->coll != REDCOLL_COLL_ALLREDUCE && call->coll != REDCOLL_COLL_REDUCE))
-    return 1;
-  if (redcoll__two_level_slices_forced != 0) return redcoll__two_level_slices_forced > 1 ? s : 1;
-  return cost_two(call, t, s) < cost_two(call, t, 1) * (1 - 1e-9) ? s : 1;
+  int sliceable = s > 1 && call->count >= (size_t)s &&
+                  (call->coll == REDCOLL_COLL_ALLREDUCE || call->coll == REDCOLL_COLL_REDUCE);
+  if (!sliceable || redcoll__two_level_slices_forced != 0) {
+    if (!sliceable || redcoll__two_level_slices_forced == 1) s = 1;
+    if (cost != NULL) *cost = cost_two(call, t, s);
+    return s;
+  }
+  double one = cost_two(call, t, 1), many = cost_two(call, t, s);
+  int more = many < one * (1 - 1e-9);
+  if (cost != NULL) *cost = more ? many : one;
+  return more ? s : 1;
 }
 
 /* Whether the two-level algorithm takes this call on these hosts. */
@@ -269,8 +276,9 @@ int redcoll__two_level_check(const redcoll__call *call) {
 int redcoll__two_level_wins(const redcoll__call *call, double flat_time) {
   const redcoll__topo *t = two_levels(call->comm);
   if (t == NULL || !admissible(call, t)) return 0;
-  int s = slices(call, t);
-  return cost_two(call, t, s) < flat_time * (1 - 1e-9);
+  double cost;
+  slices(call, t, &cost);
+  return cost < flat_time * (1 - 1e-9);
 }
 
 /* ---- running the phases -------------------------------------------------- */
@@ -405,7 +413,7 @@ static int tl_allreduce(const redcoll__call *call) {
   int rc = prepare(call, &h);
   if (rc != REDCOLL_OK) return rc;
   const redcoll__topo *t = &h->topo;
-  int s = slices(call, t), lead = t->my_local == 0;
+  int s = slices(call, t, NULL), lead = t->my_local == 0;
   size_t m = call->count;
   void *out = call->recvbuf, *tmp;
   if (s == 1) {
@@ -435,7 +443,7 @@ static int tl_reduce(const redcoll__call *call) {
   if (rc != REDCOLL_OK) return rc;
   const redcoll__topo *t = &h->topo;
   redcoll_comm *c = call->comm;
-  int s = slices(call, t), lead = t->my_local == 0, root = c->rank == call->root;
+  int s = slices(call, t, NULL), lead = t->my_local == 0, root = c->rank == call->root;
   int hr = t->host_of[call->root], lr = t->local_of[call->root], home = t->my_host == hr;
   size_t m = call->count, es = call->esize;
   void *tmp = NULL;
