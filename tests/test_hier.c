@@ -463,7 +463,8 @@ static void hier_one_process(void) {
 
 /* Processes stood in for by a threads world of H ranks, each running T
  * threads: every collective with two_level, AUTO and flat algorithms
- * forced (ring, recursive doubling, elimination, linear). */
+ * forced (ring, recursive doubling, elimination, linear); then the same
+ * on a split of a hier world. */
 typedef struct {
   int T;
   world_arg w;
@@ -500,6 +501,15 @@ static void hier_over_threads(void) {
       }
       free(a);
     }
+  /* a split of a hier world (odd and even ranks: hosts of 1 and 2 ranks) */
+  procs_arg *a = calloc(1, sizeof *a);
+  a->T = 3;
+  a->w.algo = REDCOLL_ALGO_TWO_LEVEL;
+  a->w.noncomm = 1;
+  a->w.split = 1;
+  CHECK_INT(redcoll_threads_run(2, threads_proc, a), REDCOLL_OK);
+  for (int r = 0; r < 6; r++) CHECK_INT(a->w.status[r], 0);
+  free(a);
 }
 
 /* Two threads of each rank, one on the world and one on a dup, at once:
