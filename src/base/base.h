@@ -18,6 +18,16 @@
 
 #define REDCOLL__HIDDEN __attribute__((visibility("hidden")))
 
+/* A 64-bit mixer (splitmix64's finaliser): tags and channel bases. */
+static inline uint64_t redcoll__mix64(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  x ^= x >> 31;
+  return x;
+}
+
 /* ---- logging (log.c) ----------------------------------------------------- */
 
 /* Diagnostics on stderr at REDCOLL_LOG_LEVEL none|error|warn|info|debug

@@ -174,15 +174,6 @@ int redcoll__comm_derive(redcoll_comm *c, int rank, int size, int *map, uint64_t
 /* Reserves channel base ch on c's endpoint: 1 if it was free, 0 if in use. */
 int redcoll__chan_reserve(redcoll_comm *c, uint64_t ch);
 void redcoll__chan_release(redcoll__endpoint *ep, uint64_t ch);
-/* A 64-bit mixer (splitmix64's finaliser): tags and channel bases. */
-static inline uint64_t redcoll__mix64(uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebULL;
-  x ^= x >> 31;
-  return x;
-}
 /* The transport rank of rank r of c. */
 static inline int redcoll__peer(const redcoll_comm *c, int r) { return c->map ? c->map[r] : r; }
 /* Tells the peers of c that it gives up with status (cancel on a channel

@@ -73,23 +73,16 @@ static uint64_t h_now(void *impl) {
   return P->ops->now != NULL ? P->ops->now(P->impl) : mono_ns();
 }
 
-static uint64_t mix(uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebULL;
-  x ^= x >> 31;
-  return x;
-}
-
 /* The remote channel group of world group g for messages from thread
  * `from` of process sp to thread `to` of process rp.  Every channel is
  * used by one send and one receive at a time: a process never sends and
  * receives on the same one, and its threads never share one. */
 static uint64_t remote_group(const hier_proc *P, uint64_t g, int sp, int rp, int from, int to) {
   uint64_t pair = ((uint64_t)(unsigned)sp << 32 | (unsigned)rp) * 0x9e3779b97f4a7c15ULL;
-  uint64_t x = mix(P->anchor ^ mix(g + 0x9e3779b97f4a7c15ULL) ^ mix(pair) ^
-                   mix(((uint64_t)(unsigned)from << 32 | (unsigned)to) + 0x68696572ULL));
+  uint64_t x = redcoll__mix64(P->anchor ^ redcoll__mix64(g + 0x9e3779b97f4a7c15ULL) ^
+                              redcoll__mix64(pair) ^
+                              redcoll__mix64(((uint64_t)(unsigned)from << 32 | (unsigned)to) +
+                                             0x68696572ULL));
   x = HIER_GROUP(x);
   return x == 0 ? REDCOLL_TRANSPORT_CHANNEL_GROUP : x;
 }
@@ -109,8 +102,8 @@ static void note_used(hier_proc *P, uint64_t g) {
 }
 
 /* procs' channel and message for one side of an exchange with world rank
- * m->peer; returns the peer's process. */
-static int remote_channel(hier_rank *R, const redcoll_transport_ctx *ctx, int send,
+ * m->peer. */
+static void remote_channel(hier_rank *R, const redcoll_transport_ctx *ctx, int send,
                           const redcoll_transport_msg *m, redcoll_transport_ctx *c,
                           redcoll_transport_msg *pm) {
   hier_proc *P = R->P;
@@ -119,7 +112,6 @@ static int remote_channel(hier_rank *R, const redcoll_transport_ctx *ctx, int se
   uint64_t rg = send ? remote_group(P, g, P->me, pp, R->t, pt) : remote_group(P, g, pp, P->me, pt, R->t);
   *c = (redcoll_transport_ctx){ctx->deadline_ns, ctx->collective, rg + (ctx->channel - g)};
   *pm = (redcoll_transport_msg){P->map != NULL ? P->map[pp] : pp, m->tag, m->buf, m->len};
-  return pp;
 }
 
 /* ---- one side over procs' transport --------------------------------------- */
@@ -240,9 +232,12 @@ static int local_wait(hier_proc *P, mb_half *const *hs, int n, uint64_t deadline
     while (h->state != MB_DONE) {
       int why = mb_refused(P, h);
       if (why == REDCOLL_OK && bound != UINT64_MAX && mono_ns() >= bound) why = REDCOLL_ETIMEDOUT;
-      if (why != REDCOLL_OK && h->state == MB_POSTED) {
+      if (why != REDCOLL_OK) {
+        /* Taken back if still posted; a copy under way is waited out (on
+         * the condition variable, no spinning) and counts as done. */
+        int posted = h->state == MB_POSTED;
         mb_withdraw(P, h);
-        h->status = why;
+        if (posted) h->status = why;
         break;
       }
       if (bound == UINT64_MAX) {
