@@ -113,9 +113,16 @@ run() {
 }
 
 # Open MPI, one rank per host: mpirun in the root namespace, its daemons
-# started in each namespace by the rsh agent below.
+# started in each namespace by the rsh agent below.  rtc_hwloc_vmhole none:
+# each daemon otherwise writes the hwloc topology into the largest hole of
+# its address space, which on this kernel can lie against the stack; orted
+# then dies of SIGSEGV in hwloc_shmem_topology_write now and then.
 mpirun_emu() {
-  local h=$1 i hosts="" agent pph=${EMU_PPH:-1}
+  # Every namespace has the same hostname and the same /tmp: each daemon gets
+  # its own session directory base, or one daemon's cleanup removes the
+  # directory another is creating (orte_session_dir fails now and then).
+  local h=$1 i hosts="" agent pph=${EMU_PPH:-1} tmpbase
+  tmpbase=$(mktemp -d /tmp/rcemu-ompi.XXXXXX)
   shift
   [ "${1:-}" = "--" ] && shift
   for ((i = 0; i < h; i++)); do hosts+="${hosts:+,}$(host_ip "$i"):$pph"; done
@@ -123,20 +130,25 @@ mpirun_emu() {
   cat > "$agent" <<EOF
 #!/bin/sh
 # rsh agent for mpirun: "agent [options] HOST COMMAND": runs COMMAND in the
-# namespace that holds HOST's address.
+# namespace that holds HOST's address, with a hostname of its own (all
+# namespaces share /dev/shm, and vader names its segments by hostname and
+# local rank: with one hostname two hosts' ranks mapped the same segment).
 while [ \$# -gt 0 ]; do case "\$1" in -*) shift ;; *) break ;; esac; done
 host=\$1; shift
 n=\$(( \${host##*.} - 1 ))
-exec ip netns exec $PREFIX\$n sh -c "\$*"
+exec env OMPI_MCA_orte_tmpdir_base="$tmpbase/\$n" ip netns exec $PREFIX\$n unshare --uts sh -c "hostname $PREFIX-h\$n && \$*"
 EOF
   chmod +x "$agent"
+  for ((i = 0; i < h; i++)); do mkdir -p "$tmpbase/$i"; done
+  # EMU_MPI_TIMEOUT (seconds): a launch that fails can leave mpirun waiting
+  # for a daemon that died; the self-test bounds it.
   OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-    mpirun --host "$hosts" -np $((h * pph)) --map-by slot --bind-to none \
-    --mca plm_rsh_agent "$agent" ${EMU_MPI_ARGS:-} \
+    ${EMU_MPI_TIMEOUT:+timeout -k 5 "$EMU_MPI_TIMEOUT"} mpirun --host "$hosts" -np $((h * pph)) --map-by slot --bind-to none \
+    --mca plm_rsh_agent "$agent" --mca rtc_hwloc_vmhole none ${EMU_MPI_ARGS:-} \
     --mca btl "${EMU_MPI_BTL:-tcp,self}" --mca btl_tcp_if_include "$NET.0/24" --mca oob_tcp_if_include "$NET.0/24" \
     "$@"
   local rc=$?
-  rm -f "$agent"
+  rm -rf "$agent" "$tmpbase"
   return $rc
 }
 
@@ -152,7 +164,8 @@ selftest() {
   EMU_PPH=2 run 3 -- "$bench" --sizes 256K:256K --algo two_level,auto --iters 2 --warmup 1 \
     --no-header
   if command -v mpirun > /dev/null; then
-    mpirun_emu 3 -- sh -c 'ip -4 -o addr show eth0 | cut -d" " -f7' | sort | tr '\n' ' '
+    EMU_MPI_TIMEOUT=120 mpirun_emu 3 -- sh -c 'ip -4 -o addr show eth0 | cut -d" " -f7' |
+      sort | tr '\n' ' '
     echo
   fi
   echo "emucluster: selftest ok"
@@ -163,8 +176,9 @@ selftest() {
 # (redcoll-bench --threads T, one process per host), each with two_level,
 # AUTO and flat algorithms forced; Open MPI with the same placement (vader
 # inside a host), its default and each of its allreduce algorithms forced,
-# over TCP between all its ranks (Open MPI 4.1's vader crashed with ranks
-# in these namespaces; EMU_MPI_BTL=tcp,self,vader tries it).
+# with vader (shared memory) inside a host and TCP between hosts
+# (EMU_MPI_BTL=tcp,self: TCP everywhere), yielding when idle (the ranks
+# outnumber the CPUs; busy polling made every call 40-100 x slower).
 # One CSV on stdout (redcoll-bench's columns, impl naming the placement).
 hier_bench() {
   local h=${1:-4} t=${2:-4} sizes=${3:-64K:32M} bench=${BUILD:-build}/tools/redcoll-bench
@@ -179,8 +193,8 @@ hier_bench() {
     mpicc -O2 -o "$mb" bench/peers/mpi_bench.c -lm
     local a
     for a in 0 1 2 3 4 5 6; do
-      EMU_PPH=$t EMU_MPI_BTL=${EMU_MPI_BTL:-tcp,self} \
-        EMU_MPI_ARGS="--mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_allreduce_algorithm $a" \
+      EMU_PPH=$t EMU_MPI_BTL=${EMU_MPI_BTL:-tcp,self,vader} \
+        EMU_MPI_ARGS="--mca mpi_yield_when_idle 1 --mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_allreduce_algorithm $a" \
         mpirun_emu "$h" -- "$mb" --impl "ompi-alg$a" --sizes "$sizes" --factor 4 \
         --iters "${EMU_ITERS:-3}" --warmup 1 --no-header
     done
