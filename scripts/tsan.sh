@@ -16,7 +16,8 @@
 # over shared memory moved on by the progress thread, and TCP's mixed
 # transport with its pump thread), and test_hier (hosts x threads: the
 # mailbox of a process's threads, the partner threads, worlds over a threads
-# world and over TCP, two-level views on threads worlds).  Exits non-zero if a test fails or ThreadSanitizer
+# world and over TCP, two-level views on threads worlds), and test_pipeline
+# (piped steps: segments posted and finished on other threads).  Exits non-zero if a test fails or ThreadSanitizer
 # reports anything; the reports are kept in $BUILD/tsan-logs/.
 #
 #   scripts/tsan.sh                      # gcc, else clang, whichever runs TSan here

@@ -282,6 +282,21 @@ REDCOLL_API redcoll_algo redcoll_comm_get_algorithm(const redcoll_comm *c, redco
 REDCOLL_API int redcoll_comm_set_threshold(redcoll_comm *c, size_t bytes);
 REDCOLL_API size_t redcoll_comm_get_threshold(const redcoll_comm *c);
 
+/* The segment of piped steps, in bytes: a step that receives a block and
+ * reduces it (the reduce-scatter steps of ring, the root of linear reduce)
+ * cuts a block of at least two segments into segments and, on a transport
+ * that posts exchanges (TCP, shared memory, push, the simulator), reduces
+ * each while the next is on its way, so that a slow operator costs about
+ * max(transfer, reduction) instead of their sum.  Every segment is a
+ * message (one more alpha each).  0 (REDCOLL_DEFAULT_SEGMENT): whole
+ * blocks; on loopback and shared memory with the built-in operators the
+ * pieces cost more than the overlap saves (docs/tuning.md).  Unless set
+ * here, REDCOLL_SEGMENT_KB (KiB) at creation.  Every rank must set the
+ * same value. */
+#define REDCOLL_DEFAULT_SEGMENT ((size_t)0)
+REDCOLL_API int redcoll_comm_set_segment(redcoll_comm *c, size_t bytes);
+REDCOLL_API size_t redcoll_comm_get_segment(const redcoll_comm *c);
+
 /* The first error the communicator saw (it is then broken and every later
  * collective returns it at once), or REDCOLL_OK. */
 REDCOLL_API int redcoll_comm_error(const redcoll_comm *c);

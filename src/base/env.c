@@ -33,6 +33,7 @@ int redcoll__env_doubles(const char *name, double *out, int n) {
 int redcoll__env_u64(const char *name, uint64_t max, uint64_t *out) {
   const char *s = redcoll__env(name);
   if (s == NULL) return REDCOLL__ENV_UNSET;
+  if (*s < '0' || *s > '9') return REDCOLL_EINVAL; /* strtoull takes "-5" and " 5" */
   char *end;
   unsigned long long v = strtoull(s, &end, 10);
   if (*end != '\0' || v > max) return REDCOLL_EINVAL;

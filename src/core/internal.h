@@ -116,6 +116,8 @@ struct redcoll_comm {
   redcoll_algo algo[REDCOLL_COLL_COUNT]; /* forced algorithm or AUTO */
   redcoll_algo last_algo;
   size_t threshold;                      /* butterfly block threshold b, bytes */
+  size_t segment;                        /* of a piped step (io.c), bytes;
+                                          * 0: whole messages */
   int error;                             /* first error; then broken */
   uint64_t timeout_ms;                   /* per-collective deadline; 0: none */
   uint64_t deadline_ns;                  /* of the running collective on the
@@ -242,6 +244,19 @@ int redcoll__send(redcoll_comm *c, int dst, const void *buf, size_t len);
 int redcoll__recv(redcoll_comm *c, int src, void *buf, size_t len);
 int redcoll__sendrecv(redcoll_comm *c, int dst, const void *sbuf, size_t slen, int src, void *rbuf,
                       size_t rlen);
+
+/* A piped step (io.c): sends slen bytes of sbuf to dst and receives rlen
+ * bytes from src into rbuf, like redcoll__sendrecv, and then, if out is
+ * not NULL, reduces what arrived: out = rbuf (+) other if recv_left, else
+ * other (+) rbuf, over rlen / esize elements (out may be rbuf or other).
+ * Each direction of at least two segments (c->segment bytes, whole
+ * elements) goes as segments, on a transport that posts exchanges: the
+ * receive of segment j + 1 is under way while segment j is reduced.  A
+ * message cut on one side must be cut on the other: what a piped step
+ * sends, a piped step receives (the cuts depend on the length alone). */
+int redcoll__sendrecv_reduce(const redcoll__call *call, int dst, const void *sbuf, size_t slen,
+                             int src, void *rbuf, size_t rlen, void *out, const void *other,
+                             int recv_left);
 
 /* Sends bytes of buf from root to every rank along a binomial tree rooted
  * at root (algo/basic/binary_tree.c): ceil(log2 p) rounds. */

@@ -239,6 +239,206 @@ void redcoll__copy(redcoll_comm *c, void *dst, const void *src, size_t bytes) {
 }
 
 
+/* ---- piped steps ---------------------------------------------------------------
+ *
+ * A step that receives a block and reduces it costs, done whole, the
+ * transfer plus the reduction: alpha + m beta + m gamma.  Cut into k
+ * segments of s bytes, with the exchange of segment j + 1 posted as soon
+ * as segment j is in and before it is reduced, the two overlap: the step
+ * takes
+ *   alpha + s beta + (k - 1) max(alpha + s beta, s gamma) + s gamma
+ * (the last segment shorter: its own s), about k alpha + max(m beta,
+ * m gamma) for many segments.  That matters where the operator is slow (a
+ * user's op, half precision on a CPU without conversions) or the network
+ * fast.  Example: m = 16 MiB, 1 MiB segments, gamma = 4 beta (a slow
+ * operator): 16 alpha + 1 MiB beta + 64 MiB beta against alpha + 80 MiB
+ * beta whole.
+ * Posting needs a version 4 transport (post and progress); elsewhere, and
+ * on a nonblocking collective's fiber (whose exchanges are posted and
+ * waited for one at a time), the segments go one after the other, so that
+ * the messages are the same whoever runs them.  A direction is cut when it
+ * holds at least two segments; the cuts depend on its length and the
+ * communicator's segment size only, which every rank sets alike. */
+
+/* Send pieces of one step in flight at once. */
+#define SEG_SENDS 4
+
+/* One posted segment exchange, finished by the transport's done. */
+typedef struct seg_op {
+  redcoll_transport_op op; /* first: done gets its address */
+  int status;
+  int finished;
+} seg_op;
+
+static void seg_done(redcoll_transport_op *op, int status) {
+  seg_op *so = (seg_op *)op;
+  so->status = status;
+  __atomic_store_n(&so->finished, 1, __ATOMIC_RELEASE);
+}
+
+/* Bytes per segment of a direction of len bytes (whole elements of es
+ * bytes), or 0: not cut. */
+static size_t seg_size(const redcoll_comm *c, size_t len, size_t es) {
+  size_t seg = c->segment / es * es;
+  return seg == 0 || len / 2 < seg ? 0 : seg;
+}
+
+/* Piece j of a direction of len bytes cut into segments of seg bytes (0:
+ * whole): its offset and length; 0 if there is no piece j. */
+static int seg_piece(size_t len, size_t seg, size_t j, size_t *off, size_t *n) {
+  if (seg == 0) {
+    *off = 0;
+    *n = len;
+    return j == 0;
+  }
+  size_t k = (len + seg - 1) / seg;
+  if (j >= k) return 0;
+  *off = j * seg;
+  *n = j + 1 < k ? seg : len - j * seg;
+  return 1;
+}
+
+/* Posts piece j of one direction (send: to peer, else from peer) on op. */
+static int seg_post(redcoll_comm *c, seg_op *op, int send, int peer, char *buf, size_t len,
+                    size_t seg, size_t j) {
+  size_t off = 0, n = 0;
+  (void)seg_piece(len, seg, j, &off, &n);
+  redcoll_transport_ctx ctx = {c->deadline_ns, c->seq, channel_of(c, REDCOLL__CH_COLL)};
+  redcoll_transport_msg m = {redcoll__peer(c, peer), c->tag, buf + off, n};
+  memset(op, 0, sizeof *op);
+  op->op.done = seg_done;
+  op->op.user = c;
+  return c->ops->post(c->impl, &ctx, send ? &m : NULL, send ? NULL : &m, &op->op);
+}
+
+/* Drives the transport until op has finished; its status. */
+static int seg_wait(redcoll_comm *c, seg_op *op) {
+  while (!__atomic_load_n(&op->finished, __ATOMIC_ACQUIRE))
+    (void)c->ops->progress(c->impl, UINT64_MAX); /* a broken transport finishes op */
+  return op->status;
+}
+
+/* Reduces piece j of the received direction. */
+static void seg_reduce(const redcoll__call *call, size_t j, char *rbuf, size_t rlen, size_t rseg,
+                       char *out, const char *other, int recv_left) {
+  size_t ro, rn;
+  if (out == NULL || !seg_piece(rlen, rseg, j, &ro, &rn) || rn == 0) return;
+  size_t count = rn / call->esize;
+  if (recv_left) redcoll__reduce(call, out + ro, rbuf + ro, other + ro, count);
+  else redcoll__reduce(call, out + ro, other + ro, rbuf + ro, count);
+}
+
+/* The send side of a posted step: pieces in flight in SEG_SENDS slots,
+ * piece i in slot i % SEG_SENDS. */
+typedef struct seg_sends {
+  redcoll_comm *c;
+  int dst;
+  char *buf;
+  size_t len, seg, n; /* n pieces */
+  size_t posted, done; /* pieces posted; of them, waited for */
+  seg_op slot[SEG_SENDS];
+} seg_sends;
+
+/* Posts the next pieces into free slots: all of them if block (waiting
+ * for the oldest to finish), else as many as are free now.  REDCOLL_OK or
+ * the first failure (of a post, or of a piece waited for). */
+static int sends_top_up(seg_sends *ss, int block) {
+  while (ss->posted < ss->n) {
+    if (ss->posted - ss->done == SEG_SENDS) {
+      seg_op *old = &ss->slot[ss->done % SEG_SENDS];
+      if (!block && !__atomic_load_n(&old->finished, __ATOMIC_ACQUIRE)) return REDCOLL_OK;
+      int rc = seg_wait(ss->c, old);
+      ss->done++;
+      if (rc != REDCOLL_OK) return rc;
+    }
+    int rc = seg_post(ss->c, &ss->slot[ss->posted % SEG_SENDS], 1, ss->dst, ss->buf, ss->len,
+                      ss->seg, ss->posted);
+    if (rc != REDCOLL_OK) return rc;
+    ss->posted++;
+  }
+  return REDCOLL_OK;
+}
+
+/* Waits for every piece still out; the first failure among them. */
+static int sends_finish(seg_sends *ss) {
+  int first = REDCOLL_OK;
+  for (; ss->done < ss->posted; ss->done++) {
+    int rc = seg_wait(ss->c, &ss->slot[ss->done % SEG_SENDS]);
+    if (rc != REDCOLL_OK && first == REDCOLL_OK) first = rc;
+  }
+  return first;
+}
+
+int redcoll__sendrecv_reduce(const redcoll__call *call, int dst, const void *sbuf, size_t slen,
+                             int src, void *rbuf, size_t rlen, void *out, const void *other,
+                             int recv_left) {
+  redcoll_comm *c = call->comm;
+  size_t es = call->esize;
+  size_t sseg = dst >= 0 ? seg_size(c, slen, es) : 0, rseg = src >= 0 ? seg_size(c, rlen, es) : 0;
+  size_t k = 1, ks = sseg ? (slen + sseg - 1) / sseg : 1, kr = rseg ? (rlen + rseg - 1) / rseg : 1;
+  if (ks > k) k = ks;
+  if (kr > k) k = kr;
+  int posts = c->ops->version >= 4 && c->ops->post != NULL && c->ops->progress != NULL &&
+              (c->nb == NULL || redcoll__fiber_current() != &c->nb->fiber);
+  if (k == 1 || !posts) {
+    /* Whole, or the pieces one after the other. */
+    for (size_t j = 0; j < k; j++) {
+      size_t so = 0, sn = 0, ro = 0, rn = 0;
+      int d = dst >= 0 && seg_piece(slen, sseg, j, &so, &sn) ? dst : -1;
+      int r = src >= 0 && seg_piece(rlen, rseg, j, &ro, &rn) ? src : -1;
+      int rc = redcoll__sendrecv(c, d, d >= 0 ? (const char *)sbuf + so : NULL, sn, r,
+                                 r >= 0 ? (char *)rbuf + ro : NULL, rn);
+      if (rc != REDCOLL_OK) return rc;
+      seg_reduce(call, j, rbuf, rlen, rseg, out, other, recv_left);
+    }
+    return REDCOLL_OK;
+  }
+  /* The send pieces go SEG_SENDS at a time, each as its own op, so that
+   * the sender keeps the line busy; the receive pieces one at a time (a
+   * transport may refuse two receives from one peer on one channel at
+   * once): piece j + 1 is posted as soon as piece j is in, before j is
+   * reduced, so that the next transfer overlaps the reduction.  While it
+   * waits for a receive, a rank posts the next send pieces as slots free
+   * up (its peer may be waiting for them: with sends that finish only
+   * when received, shared memory's, waiting for the receive alone would
+   * deadlock). */
+  seg_sends ss = {.c = c, .dst = dst, .buf = (char *)sbuf, .len = slen, .seg = sseg,
+                  .n = dst >= 0 ? ks : 0};
+  seg_op rop;
+  size_t nr = src >= 0 ? kr : 0;
+  int rc = sends_top_up(&ss, 0);
+  if (rc != REDCOLL_OK) fail_io(c, rc, NULL, dst, -1);
+  for (size_t j = 0; rc == REDCOLL_OK && j < nr; j++) {
+    if (j == 0 && (rc = seg_post(c, &rop, 0, src, rbuf, rlen, rseg, 0)) != REDCOLL_OK) {
+      fail_io(c, rc, NULL, -1, src);
+      break;
+    }
+    while (rc == REDCOLL_OK && !__atomic_load_n(&rop.finished, __ATOMIC_ACQUIRE)) {
+      (void)c->ops->progress(c->impl, UINT64_MAX);
+      rc = sends_top_up(&ss, 0);
+    }
+    if (rc != REDCOLL_OK) {
+      fail_io(c, rc, NULL, dst, -1); /* cancels the receive too */
+      (void)seg_wait(c, &rop);
+      break;
+    }
+    if ((rc = rop.status) != REDCOLL_OK) {
+      fail_io(c, rc, NULL, -1, src);
+      break;
+    }
+    if (j + 1 < nr && (rc = seg_post(c, &rop, 0, src, rbuf, rlen, rseg, j + 1)) != REDCOLL_OK) {
+      fail_io(c, rc, NULL, -1, src);
+      break;
+    }
+    seg_reduce(call, j, rbuf, rlen, rseg, out, other, recv_left);
+  }
+  /* The rest of the sends, then the ones still out. */
+  if (rc == REDCOLL_OK && (rc = sends_top_up(&ss, 1)) != REDCOLL_OK) fail_io(c, rc, NULL, dst, -1);
+  int st = sends_finish(&ss);
+  if (st != REDCOLL_OK && rc == REDCOLL_OK) rc = fail_io(c, st, NULL, dst, -1);
+  return rc;
+}
+
 /* Point-to-point on the communicator's own channel (the collectives' one
  * on a transport without channels), with the user's tags, the deadline
  * and the failure handling of a collective's call. */

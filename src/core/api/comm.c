@@ -71,6 +71,21 @@ static int results_from_env(redcoll_comm *c) {
   return REDCOLL_OK;
 }
 
+/* REDCOLL_SEGMENT_KB: the segment of piped steps (redcoll_comm_set_segment);
+ * a bad value fails the creation, as the ranks must agree. */
+static int segment_from_env(redcoll_comm *c) {
+  uint64_t kb;
+  int rc = redcoll__env_u64("REDCOLL_SEGMENT_KB", (uint64_t)1 << 30, &kb);
+  if (rc == REDCOLL__ENV_UNSET) return REDCOLL_OK;
+  if (rc != REDCOLL_OK) {
+    redcoll__log(0, "rank %d: REDCOLL_SEGMENT_KB=%s: expected a number of KiB from 0 to 1073741824",
+                 c->rank, redcoll__env("REDCOLL_SEGMENT_KB"));
+    return REDCOLL_EINVAL;
+  }
+  c->segment = (size_t)kb * 1024;
+  return REDCOLL_OK;
+}
+
 /* The settings every new communicator starts from. */
 static void comm_defaults(redcoll_comm *c, redcoll__endpoint *ep, int rank, int size) {
   c->ep = ep;
@@ -79,6 +94,7 @@ static void comm_defaults(redcoll_comm *c, redcoll__endpoint *ep, int rank, int 
   c->rank = rank;
   c->size = size;
   c->threshold = REDCOLL_DEFAULT_THRESHOLD;
+  c->segment = REDCOLL_DEFAULT_SEGMENT;
   c->last_algo = REDCOLL_ALGO_AUTO;
   c->results = REDCOLL_RESULTS_IDENTICAL;
   c->deadline_ns = UINT64_MAX;
@@ -123,6 +139,7 @@ REDCOLL_API int redcoll_comm_create(const redcoll_transport_ops *ops, void *impl
   if (rc == REDCOLL_OK && !redcoll__chan_reserve(c, 0)) rc = REDCOLL_ENOMEM;
   if (rc == REDCOLL_OK) rc = algos_from_env(c);
   if (rc == REDCOLL_OK) rc = results_from_env(c);
+  if (rc == REDCOLL_OK) rc = segment_from_env(c);
   if (rc != REDCOLL_OK) {
     ep_free(ep);
     free(c);
@@ -144,6 +161,7 @@ int redcoll__comm_derive(redcoll_comm *p, int rank, int size, int *map, uint64_t
   c->rpc_detected = p->rpc_detected;
   int rc = algos_from_env(c);
   if (rc == REDCOLL_OK) rc = results_from_env(c);
+  if (rc == REDCOLL_OK) rc = segment_from_env(c);
   if (rc != REDCOLL_OK) {
     free(c);
     return rc;
@@ -263,6 +281,16 @@ REDCOLL_API int redcoll_comm_set_threshold(redcoll_comm *c, size_t bytes) {
 
 REDCOLL_API size_t redcoll_comm_get_threshold(const redcoll_comm *c) {
   return c ? c->threshold : 0;
+}
+
+REDCOLL_API int redcoll_comm_set_segment(redcoll_comm *c, size_t bytes) {
+  if (c == NULL) return REDCOLL_EINVAL;
+  c->segment = bytes;
+  return REDCOLL_OK;
+}
+
+REDCOLL_API size_t redcoll_comm_get_segment(const redcoll_comm *c) {
+  return c ? c->segment : 0;
 }
 
 REDCOLL_API int redcoll_comm_set_deadline(redcoll_comm *c, uint64_t ms) {

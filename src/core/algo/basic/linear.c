@@ -12,6 +12,9 @@
  * allgather(v): every rank sends its block to rank 0, which broadcasts the
  *   gathered vector linearly.
  *
+ * The vectors sent to the root go as piped steps (io.c): the root reduces
+ * each segment while the next is on its way.
+ *
  * Restrictions: none; every variant keeps rank order, so non-commutative
  * operators are fine.  Scratch: one vector, except the root of an in-place
  * reduce with root > 1 and rank 0 of reduce_scatter, which hold two (the
@@ -24,6 +27,12 @@
 #include "internal.h"
 #include "select/cost.h"
 
+/* Rank src's vector into buf, cut as its piped send cut it. */
+static int recv_whole(const redcoll__call *call, int src, void *buf) {
+  return redcoll__sendrecv_reduce(call, -1, NULL, 0, src, buf, call->count * call->esize, NULL,
+                                  NULL, 0);
+}
+
 /* Reduces the p vectors of call->count elements to rank root, in rank order.
  * input is this rank's vector; at the root the result goes to out, which
  * may equal input (in place). */
@@ -31,27 +40,29 @@ static int linear_reduce(const redcoll__call *call, const void *input, void *out
   redcoll_comm *c = call->comm;
   size_t n = call->count, bytes = n * call->esize;
   int p = c->size, rc;
-  if (c->rank != root) return redcoll__send(c, root, input, bytes);
+  if (c->rank != root) return redcoll__sendrecv_reduce(call, root, input, bytes, -1, NULL, 0, NULL,
+                                                       NULL, 0);
 
   if (out != input || root == 0) {
     /* The result buffer is free (or already holds v0): accumulate there. */
     void *tmp = NULL;
     if (p > 1 && (tmp = redcoll__scratch(c, 0, bytes)) == NULL) return REDCOLL_ENOMEM;
     for (int i = 0; i < p; i++) {
-      const void *v = input;
       if (i == 0) {
         if (root != 0) {
-          if ((rc = redcoll__recv(c, 0, out, bytes)) != REDCOLL_OK) return rc;
+          if ((rc = recv_whole(call, 0, out)) != REDCOLL_OK) return rc;
         } else if (out != input) {
           redcoll__copy(c, out, input, bytes);
         }
         continue;
       }
       if (i != root) {
-        if ((rc = redcoll__recv(c, i, tmp, bytes)) != REDCOLL_OK) return rc;
-        v = tmp;
+        /* Piped: each segment reduced as soon as it is in. */
+        rc = redcoll__sendrecv_reduce(call, -1, NULL, 0, i, tmp, bytes, out, out, 0);
+        if (rc != REDCOLL_OK) return rc;
+        continue;
       }
-      redcoll__reduce(call, out, out, v, n);
+      redcoll__reduce(call, out, out, input, n);
     }
     return REDCOLL_OK;
   }
@@ -61,15 +72,15 @@ static int linear_reduce(const redcoll__call *call, const void *input, void *out
   void *a = redcoll__scratch(c, 0, bytes);
   void *b = root > 1 ? redcoll__scratch(c, 1, bytes) : NULL;
   if (a == NULL || (root > 1 && b == NULL)) return REDCOLL_ENOMEM;
-  if ((rc = redcoll__recv(c, 0, a, bytes)) != REDCOLL_OK) return rc;
+  if ((rc = recv_whole(call, 0, a)) != REDCOLL_OK) return rc;
   for (int i = 1; i < root; i++) {
-    if ((rc = redcoll__recv(c, i, b, bytes)) != REDCOLL_OK) return rc;
-    redcoll__reduce(call, a, a, b, n);
+    rc = redcoll__sendrecv_reduce(call, -1, NULL, 0, i, b, bytes, a, a, 0);
+    if (rc != REDCOLL_OK) return rc;
   }
   redcoll__reduce(call, out, a, out, n);
   for (int i = root + 1; i < p; i++) {
-    if ((rc = redcoll__recv(c, i, a, bytes)) != REDCOLL_OK) return rc;
-    redcoll__reduce(call, out, out, a, n);
+    rc = redcoll__sendrecv_reduce(call, -1, NULL, 0, i, a, bytes, out, out, 0);
+    if (rc != REDCOLL_OK) return rc;
   }
   return REDCOLL_OK;
 }

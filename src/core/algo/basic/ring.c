@@ -17,6 +17,11 @@
  *   reduce    2(p-1) alpha + 2 (1 - 1/p) n beta + (1 - 1/p) n gamma
  * Otherwise every n/p becomes ceil(n/p).
  *
+ * Each reduce-scatter step is piped (io.c, redcoll_comm_set_segment): a
+ * chunk of at least two segments arrives in segments, each reduced while
+ * the next is on its way, so that on a transport that posts exchanges a
+ * step costs about max(beta, gamma) per byte instead of beta + gamma.
+ *
  * Restriction: commutative operators only.  Chunk k collects the inputs in
  * the order k, k-1, ..., k+1 (mod p), a different order for every chunk;
  * even keeping rank order with two accumulators would bracket each chunk
@@ -45,9 +50,9 @@ static int ring_reduce_scatter(const redcoll__call *call, char *acc, char *tmp) 
     int dst = (rank + i) % p, src = (rank - i + p) % p;
     size_t lo, hi;
     redcoll__rab_chunk(n, p, dst, &lo, &hi);
-    rc = redcoll__sendrecv(c, dst, in + lo * es, (hi - lo) * es, src, tmp, (mhi - mlo) * es);
+    rc = redcoll__sendrecv_reduce(call, dst, in + lo * es, (hi - lo) * es, src, tmp,
+                                  (mhi - mlo) * es, acc, cur, 0);
     if (rc != REDCOLL_OK) return rc;
-    if (mhi > mlo) redcoll__reduce(call, acc, cur, tmp, mhi - mlo);
     cur = acc;
   }
   return REDCOLL_OK;
