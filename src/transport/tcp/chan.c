@@ -55,9 +55,54 @@ void redcoll__tcp_pchan_free_all(redcoll__tcp *t, int q) {
   p->unexpected = 0;
 }
 
+/* A buffer for a kept message of len bytes: the smallest spare that holds
+ * it, else fresh memory. */
+static redcoll__tcp_umsg *umsg_alloc(redcoll__tcp *t, size_t len) {
+  int best = -1;
+  for (int i = 0; len >= REDCOLL__TCP_SPARE_MIN && i < REDCOLL__TCP_SPARES; i++)
+    if (t->spare[i] != NULL && t->spare[i]->cap >= len &&
+        (best < 0 || t->spare[i]->cap < t->spare[best]->cap))
+      best = i;
+  if (best >= 0) {
+    redcoll__tcp_umsg *m = t->spare[best];
+    t->spare[best] = NULL;
+    return m;
+  }
+  redcoll__tcp_umsg *m = malloc(sizeof *m + len);
+  if (m != NULL) m->cap = len;
+  return m;
+}
+
+void redcoll__tcp_umsg_free(redcoll__tcp *t, redcoll__tcp_umsg *m) {
+  if (m->cap >= REDCOLL__TCP_SPARE_MIN && m->cap <= REDCOLL__TCP_SPARE_MAX) {
+    /* Into a free slot, or in place of the smallest spare if m is larger. */
+    int at = 0;
+    for (int i = 0; i < REDCOLL__TCP_SPARES; i++) {
+      if (t->spare[i] == NULL) {
+        at = i;
+        break;
+      }
+      if (t->spare[i]->cap < t->spare[at]->cap) at = i;
+    }
+    if (t->spare[at] == NULL || t->spare[at]->cap < m->cap) {
+      free(t->spare[at]);
+      t->spare[at] = m;
+      return;
+    }
+  }
+  free(m);
+}
+
+void redcoll__tcp_spares_free(redcoll__tcp *t) {
+  for (int i = 0; i < REDCOLL__TCP_SPARES; i++) {
+    free(t->spare[i]);
+    t->spare[i] = NULL;
+  }
+}
+
 redcoll__tcp_umsg *redcoll__tcp_umsg_push(redcoll__tcp *t, int q, redcoll__tcp_pchan *pc,
                                           uint64_t tag, size_t len) {
-  redcoll__tcp_umsg *m = malloc(sizeof *m + len);
+  redcoll__tcp_umsg *m = umsg_alloc(t, len);
   if (m == NULL) return NULL;
   m->next = NULL;
   m->tag = tag;
@@ -92,7 +137,7 @@ int redcoll__tcp_umsg_deliver(redcoll__tcp *t, int q, redcoll__tcp_pchan *pc) {
     r->got = m->len;
     r->status = REDCOLL_OK;
   }
-  free(m);
+  redcoll__tcp_umsg_free(t, m);
   return 1;
 }
 

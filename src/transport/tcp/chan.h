@@ -21,6 +21,10 @@ void redcoll__tcp_pchan_free_all(redcoll__tcp *t, int q);
  * to be filled (got 0); NULL without memory. */
 redcoll__tcp_umsg *redcoll__tcp_umsg_push(redcoll__tcp *t, int q, redcoll__tcp_pchan *pc,
                                           uint64_t tag, size_t len);
+/* Gives back a kept message's buffer: kept as a spare if large, else
+ * freed (t->mu held).  And every spare, at destroy. */
+void redcoll__tcp_umsg_free(redcoll__tcp *t, redcoll__tcp_umsg *m);
+void redcoll__tcp_spares_free(redcoll__tcp *t);
 /* Hands pc's first kept message, if it is whole, to the receive posted on
  * pc: done, or REDCOLL_EMISMATCH if its tag or length differ.  Returns 1
  * if the receive is done. */

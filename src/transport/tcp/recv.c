@@ -180,7 +180,7 @@ int redcoll__tcp_recv_adopt(redcoll__tcp *t, redcoll__tcp_recv *r, redcoll__tcp_
   r->matched = 1;
   pc->head = pc->tail = NULL;
   p->unexpected -= m->len + REDCOLL__TCP_UMSG_COST;
-  free(m);
+  redcoll__tcp_umsg_free(t, m);
   c->sink_um = NULL;
   c->sink_rx = r;
   return 1;

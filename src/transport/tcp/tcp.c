@@ -823,6 +823,7 @@ static void drop_posted(redcoll__tcp *t) {
 static void tcp_free(redcoll__tcp *t) {
   redcoll__tcp_wait_fini(t);
   for (int q = 0; t->peers != NULL && q < t->size; q++) redcoll__tcp_pchan_free_all(t, q);
+  redcoll__tcp_spares_free(t);
   redcoll__tcp_groups_free(t);
   free(t->peers);
   free(t);

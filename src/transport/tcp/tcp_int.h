@@ -131,8 +131,17 @@ typedef struct redcoll__tcp_umsg {
   struct redcoll__tcp_umsg *next;
   uint64_t tag;
   size_t len, got;
+  size_t cap; /* bytes data can hold (a spare reused for a shorter one) */
   unsigned char data[];
 } redcoll__tcp_umsg;
+
+/* Large kept messages' buffers, kept for the next ones (chan.c): fresh
+ * memory costs a page fault per page on every message, which on a
+ * virtual machine can cost more than the copy.  SPARES buffers of
+ * REDCOLL__TCP_SPARE_MIN .. REDCOLL__TCP_SPARE_MAX bytes. */
+#define REDCOLL__TCP_SPARES 4
+#define REDCOLL__TCP_SPARE_MIN ((size_t)64 << 10)
+#define REDCOLL__TCP_SPARE_MAX ((size_t)4 << 20)
 
 /* One channel of one peer as this rank sees it (chan.c): the messages that
  * came first, in order, and the receive posted on it. */
@@ -217,6 +226,7 @@ struct redcoll__tcp {
   redcoll__tcp_group **buckets;
   size_t nbuckets, ngroups;
   uint64_t unexpected_max;
+  redcoll__tcp_umsg *spare[REDCOLL__TCP_SPARES]; /* chan.c; NULL: none */
   int rank, size;
   uint64_t timeout_ms;
   uv_tcp_t listener;
