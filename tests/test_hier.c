@@ -387,6 +387,65 @@ static void auto_choice(void) {
   CHECK(a.flat != REDCOLL_ALGO_TWO_LEVEL);
 }
 
+/* AUTO in the simulator, 4 hosts x 4 ranks, alpha 1, local_alpha 0.1, with
+ * f ranks per CPU (0: not set).  One double (its bytes cost next to
+ * nothing, beta 1e-3 per byte):
+ * f <= 1: flat needs 4 rounds of alpha (recursive doubling, 4); two_level
+ * 2 rounds inside a host (reduce), 2 between hosts, 2 inside (bcast):
+ * 0.2 + 2 + 0.2 = 2.4, and wins.
+ * f = 2: every round waits for the other rank of its CPU, whose turn costs
+ * alpha wherever the message goes: a round inside a host costs 0.1 + 1 =
+ * 1.1, one between hosts alpha f = 2.  Flat: linear, whose start-ups
+ * overlap with ranks sharing CPUs, 2 start-ups, 4 (and 0.96 for the bytes,
+ * serial at the root); two_level: a linear reduce (1.1), an allreduce
+ * between hosts (4), a bcast (2.2): 7.3, and flat wins (the model before
+ * it charged turns inside a host local_alpha: 0.2 + 4 + 0.4, two_level).
+ * f = 8: linear 16.96 against 7.1 + 16 + 14.2 = 37.3: flat.
+ * 4096 doubles with beta 1e-3 (1e-5 inside a host) at any f: the bytes
+ * decide, flat priced with beta x 4 (a host's 4 ranks share its link) and
+ * two_level sending 2 (H-1)/H m out of a host in 4 slices: two_level. */
+typedef struct {
+  double f;
+  redcoll_algo small, big;
+} cpu_arg;
+
+static int cpu_rank(redcoll_comm *c, void *arg) {
+  cpu_arg *a = arg;
+  if (a->f > 0 && redcoll_comm_set_ranks_per_cpu(c, a->f) != REDCOLL_OK) return REDCOLL_EINVAL;
+  double *x = calloc(4096, sizeof *x), *y = calloc(4096, sizeof *y);
+  int rc = x != NULL && y != NULL ? redcoll_allreduce(c, x, y, 1, REDCOLL_FLOAT64, REDCOLL_SUM)
+                                  : REDCOLL_ENOMEM;
+  if (rc == REDCOLL_OK && redcoll_comm_rank(c) == 0) a->small = redcoll_comm_last_algorithm(c);
+  if (rc == REDCOLL_OK) rc = redcoll_allreduce(c, x, y, 4096, REDCOLL_FLOAT64, REDCOLL_SUM);
+  if (rc == REDCOLL_OK && redcoll_comm_rank(c) == 0) a->big = redcoll_comm_last_algorithm(c);
+  free(x);
+  free(y);
+  return rc;
+}
+
+static void auto_cpus(void) {
+  const struct {
+    double f;
+    redcoll_algo small, big;
+  } want[] = {{0, REDCOLL_ALGO_TWO_LEVEL, REDCOLL_ALGO_TWO_LEVEL},
+              {1, REDCOLL_ALGO_TWO_LEVEL, REDCOLL_ALGO_TWO_LEVEL},
+              {2, REDCOLL_ALGO_LINEAR, REDCOLL_ALGO_TWO_LEVEL},
+              {8, REDCOLL_ALGO_LINEAR, REDCOLL_ALGO_TWO_LEVEL}};
+  for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+    redcoll_mock_config cfg;
+    redcoll_mock_config_init(&cfg);
+    cfg.ranks_per_host = 4;
+    cfg.alpha = 1;
+    cfg.beta = 1e-3;
+    cfg.local_alpha = 0.1;
+    cfg.local_beta = 1e-5;
+    cpu_arg a = {want[k].f, REDCOLL_ALGO_AUTO, REDCOLL_ALGO_AUTO};
+    CHECK_INT(redcoll_mock_run(16, &cfg, cpu_rank, &a, NULL), REDCOLL_OK);
+    CHECK_MSG(a.small == want[k].small && a.big == want[k].big, "f %g: %s and %s", want[k].f,
+              redcoll_algo_name(a.small), redcoll_algo_name(a.big));
+  }
+}
+
 /* ---- the simulator with hosts: the two-level claims --------------------------- */
 
 typedef struct {
@@ -673,7 +732,8 @@ static void tcp_kill(void) {
 #endif
 
 TEST_MAIN(TEST(topo_examples), TEST(even_hosts), TEST(uneven_hosts), TEST(interleaved_hosts),
-          TEST(split_worlds), TEST(auto_choice), TEST(sim_claims), TEST(hier_one_process), TEST(hier_over_threads), TEST(hier_dups_at_once), TEST(hier_refused)
+          TEST(split_worlds), TEST(auto_choice), TEST(auto_cpus),
+          TEST(sim_claims), TEST(hier_one_process), TEST(hier_over_threads), TEST(hier_dups_at_once), TEST(hier_refused)
 #ifdef REDCOLL_TEST_TCP
           , TEST(tcp_hosts_threads), TEST(tcp_kill)
 #endif
