@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "internal.h"
 #include "redcoll/hier.h"
@@ -23,7 +24,6 @@
 #include "test.h"
 #ifdef REDCOLL_TEST_TCP
 #include <signal.h>
-#include <unistd.h>
 
 #include "tcp_runner.h"
 #endif
@@ -407,11 +407,14 @@ static void auto_choice(void) {
 typedef struct {
   double f;
   redcoll_algo small, big;
+  const char *tuning; /* a tuning file to load, or NULL */
 } cpu_arg;
 
 static int cpu_rank(redcoll_comm *c, void *arg) {
   cpu_arg *a = arg;
   if (a->f > 0 && redcoll_comm_set_ranks_per_cpu(c, a->f) != REDCOLL_OK) return REDCOLL_EINVAL;
+  if (a->tuning != NULL && redcoll_comm_load_tuning(c, a->tuning) != REDCOLL_OK)
+    return REDCOLL_EINVAL;
   double *x = calloc(4096, sizeof *x), *y = calloc(4096, sizeof *y);
   int rc = x != NULL && y != NULL ? redcoll_allreduce(c, x, y, 1, REDCOLL_FLOAT64, REDCOLL_SUM)
                                   : REDCOLL_ENOMEM;
@@ -439,11 +442,36 @@ static void auto_cpus(void) {
     cfg.beta = 1e-3;
     cfg.local_alpha = 0.1;
     cfg.local_beta = 1e-5;
-    cpu_arg a = {want[k].f, REDCOLL_ALGO_AUTO, REDCOLL_ALGO_AUTO};
+    cpu_arg a = {want[k].f, REDCOLL_ALGO_AUTO, REDCOLL_ALGO_AUTO, NULL};
     CHECK_INT(redcoll_mock_run(16, &cfg, cpu_rank, &a, NULL), REDCOLL_OK);
     CHECK_MSG(a.small == want[k].small && a.big == want[k].big, "f %g: %s and %s", want[k].f,
               redcoll_algo_name(a.small), redcoll_algo_name(a.big));
   }
+  /* A tuning file's intra-host alpha and beta reach the two-level model:
+   * the same network and f <= 1, but 1.5 per message inside a host makes
+   * two_level 1.5 + 1.5 + 2 + 1.5 + 1.5 = 8 for one double, and the best
+   * flat algorithm (4 rounds; elimination, the first of those in the order
+   * that breaks ties) wins; 4096 doubles stay
+   * two_level. */
+  char path[] = "/tmp/redcoll-hier-tuning-XXXXXX";
+  int fd = mkstemp(path);
+  CHECK(fd >= 0);
+  if (fd < 0) return;
+  FILE *f = fdopen(fd, "w");
+  fprintf(f, "mock 1 0.001 0 1.5 1e-05\n");
+  fclose(f);
+  redcoll_mock_config cfg;
+  redcoll_mock_config_init(&cfg);
+  cfg.ranks_per_host = 4;
+  cfg.alpha = 1;
+  cfg.beta = 1e-3;
+  cfg.local_alpha = 0.1;
+  cfg.local_beta = 1e-5;
+  cpu_arg a = {0, REDCOLL_ALGO_AUTO, REDCOLL_ALGO_AUTO, path};
+  CHECK_INT(redcoll_mock_run(16, &cfg, cpu_rank, &a, NULL), REDCOLL_OK);
+  unlink(path);
+  CHECK_MSG(a.small == REDCOLL_ALGO_ELIMINATION && a.big == REDCOLL_ALGO_TWO_LEVEL,
+            "tuning file: %s and %s", redcoll_algo_name(a.small), redcoll_algo_name(a.big));
 }
 
 /* ---- the simulator with hosts: the two-level claims --------------------------- */

@@ -135,6 +135,10 @@ struct redcoll_comm {
    * both directions are copied by the same CPUs (loopback, shared memory):
    * measured by the self-calibration, else 0 (full duplex). */
   double cost_dup;
+  /* With hosts: the cost of a message inside one (alpha, beta) from a
+   * tuning file or REDCOLL_COST_MODEL; 0: the transport's
+   * (info.local_alpha, local_beta). */
+  double cost_local_alpha, cost_local_beta;
   /* Self-calibration (select/calibrate.c): 0 not decided yet, 1 not
    * wanted, 2 done or under way, 3 switched off by the program. */
   int cal_state;

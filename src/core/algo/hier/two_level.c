@@ -162,11 +162,14 @@ const redcoll__topo *redcoll__hier_topo(redcoll_comm *c) {
   return &h->topo;
 }
 
-/* The intra-host model: the transport's, else a tenth of the network's. */
+/* The intra-host model: a tuning file's (or REDCOLL_COST_MODEL's), else
+ * the transport's, else a tenth of the network's. */
 static double local_alpha(const redcoll_comm *c) {
+  if (c->cost_local_alpha > 0) return c->cost_local_alpha;
   return c->info.local_alpha > 0 ? c->info.local_alpha : c->cost_alpha / 10;
 }
 static double local_beta(const redcoll_comm *c) {
+  if (c->cost_local_beta > 0) return c->cost_local_beta;
   return c->info.local_beta > 0 ? c->info.local_beta : c->cost_beta / 10;
 }
 
