@@ -112,10 +112,23 @@ redcoll_algo redcoll__select(const redcoll__call *call) {
     a.count = mx;
   }
   double flat;
-  redcoll_algo best =
-      redcoll__cost_select_dup(&a, redcoll__excluded_flags(call), &cm, c->cost_dup, &flat);
-  if (share > 1 && redcoll__two_level_wins(call, flat)) return REDCOLL_ALGO_TWO_LEVEL;
-  return best;
+  unsigned exclude = redcoll__excluded_flags(call);
+  redcoll_algo best = redcoll__cost_select_dup(&a, exclude, &cm, c->cost_dup, &flat);
+  if (share <= 1) return best;
+  /* Butterflies whose first rounds stay inside hosts: priced by their
+   * rounds on each level (two_level.c) instead of beta x T for all. */
+  static const redcoll_algo butterflies[] = {REDCOLL_ALGO_RECURSIVE_DOUBLING,
+                                             REDCOLL_ALGO_HALVING_DOUBLING};
+  for (size_t i = 0; i < sizeof butterflies / sizeof butterflies[0]; i++) {
+    const redcoll__algo_entry *e = redcoll__algo_find(call->coll, butterflies[i]);
+    if (e == NULL || (e->flags & exclude)) continue;
+    double t = redcoll__two_level_butterfly(call, butterflies[i]);
+    if (t >= 0 && t < flat * (1 - 1e-9)) {
+      best = butterflies[i];
+      flat = t;
+    }
+  }
+  return redcoll__two_level_wins(call, flat) ? REDCOLL_ALGO_TWO_LEVEL : best;
 }
 
 /* ---- the phases of a two-level algorithm ----------------------------------- */
