@@ -313,12 +313,9 @@ double redcoll__two_level_link_share(redcoll_comm *c);
 /* 1 if the two-level algorithm takes call and is predicted faster than
  * flat_time, the best flat algorithm's time under the shared link. */
 int redcoll__two_level_wins(const struct redcoll__call *call, double flat_time);
-/* The predicted time of flat algo (recursive_doubling or halving_doubling
- * allreduce) on call's hosts where its first rounds stay inside a host
- * (hosts of equal power-of-two size holding consecutive ranks, a
- * power-of-two count of hosts), by its rounds on each level; -1 elsewhere
- * (then beta x the link share prices it). */
-double redcoll__two_level_butterfly(const struct redcoll__call *call, redcoll_algo algo);
+/* The model of a round inside one of c's hosts, as the two-level phases
+ * are priced: alpha before the ranks per CPU scale it, and beta. */
+void redcoll__two_level_intra_model(const redcoll_comm *c, double *alpha, double *beta);
 /* Before any communication, for a forced two_level: REDCOLL_ENOTSUP if
  * the hosts cannot take the call (ranks of hosts interleave, and the
  * collective moves blocks or the operator is not commutative);

@@ -41,8 +41,7 @@
  * sharing the link) is below the best flat algorithm's, predicted with beta
  * times T (redcoll__two_level_link_share), or for recursive doubling and
  * halving-doubling on hosts where their first rounds stay inside a host by
- * their rounds on each level (redcoll__two_level_butterfly); a tie stays
- * flat.
+ * their rounds on each level (select.c); a tie stays flat.
  *
  * Restrictions: with hosts whose ranks are consecutive ranks (host-major,
  * as the hier world and TCP's host-ordered ranks are), operands stay in
@@ -304,36 +303,11 @@ int redcoll__two_level_wins(const redcoll__call *call, double flat_time) {
   return cost < flat_time * (1 - 1e-9);
 }
 
-/* ---- flat butterflies on hosts ---------------------------------------------- */
+/* ---- the intra-host model, for AUTO's flat prices ------------------------- */
 
-/* recursive_doubling and halving_doubling allreduce pair rank r with
- * r ^ d for d = 1, 2, ..., p/2.  On hosts of T ranks each holding
- * consecutive ranks, T and p powers of two, their first lg T rounds stay
- * inside a host and the others pair ranks of different hosts, all T ranks
- * of a host at once: the algorithm is two-level already (halving-doubling
- * is the schedule of two_level with T slices when every phase runs it).
- * Its predicted time: its rounds inside a host under the intra-host model
- * (the algorithm on T ranks, the whole vector) plus those between hosts
- * with beta x T (on H ranks, the whole vector, or halving-doubling's 1/T of
- * it), as the two-level phases are priced.  -1 elsewhere. */
-double redcoll__two_level_butterfly(const redcoll__call *call, redcoll_algo algo) {
-  const redcoll__topo *t = two_levels(call->comm);
-  if (t == NULL || call->coll != REDCOLL_COLL_ALLREDUCE || !t->contiguous) return -1;
-  if (algo != REDCOLL_ALGO_RECURSIVE_DOUBLING && algo != REDCOLL_ALGO_HALVING_DOUBLING) return -1;
-  int T = t->max_local, H = t->hosts;
-  if (t->min_local != T || (T & (T - 1)) != 0 || (H & (H - 1)) != 0) return -1;
-  const redcoll_comm *c = call->comm;
-  size_t m = call->count;
-  size_t across = algo == REDCOLL_ALGO_HALVING_DOUBLING ? (m + (size_t)T - 1) / (size_t)T : m;
-  redcoll__cost_args in = {REDCOLL_COLL_ALLREDUCE, T, m, call->esize, c->threshold, 0,
-                           c->ranks_per_cpu};
-  redcoll__cost_args out = in;
-  out.p = H;
-  out.count = across;
-  redcoll__cost_model lm = {intra_alpha(c), local_beta(c), c->cost_gamma};
-  redcoll__cost_model nm = {c->cost_alpha, c->cost_beta * T, c->cost_gamma};
-  double ti = redcoll__cost(algo, &in, &lm), to = redcoll__cost(algo, &out, &nm);
-  return ti < 0 || to < 0 ? -1 : ti + to;
+void redcoll__two_level_intra_model(const redcoll_comm *c, double *alpha, double *beta) {
+  *alpha = intra_alpha(c);
+  *beta = local_beta(c);
 }
 
 /* ---- running the phases -------------------------------------------------- */
