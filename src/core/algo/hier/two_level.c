@@ -33,8 +33,9 @@
  *   each host's first rank, allgatherv (or reduce-scatter) of whole hosts'
  *   parts among the first ranks, bcast (or scatterv) in each host.
  * Each phase's algorithm is AUTO's flat choice on its view, under the
- * intra-host model (info.local_alpha and local_beta, else a tenth of the
- * network's; with ranks sharing CPUs a round inside a host also waits for
+ * intra-host model (a tuning file's local alpha and beta, else
+ * info.local_alpha and local_beta, else a tenth of the network's; with
+ * ranks sharing CPUs a round inside a host also waits for
  * the other ranks of its CPU, intra_alpha) or the network's.  AUTO takes
  * two_level when the sum of its
  * phases' predicted times (the inter-host phase's beta times S, the slices
