@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes the seed corpus of the fuzz targets (fuzz/corpus/<target>/) in the
-current wire formats (src/transport/tcp/wire.h, src/transport/push/frame.c).  Run it after a change of
+current wire formats (src/transport/tcp/wire.h, src/transport/push/frame.c) and tuning files.  Run it after a change of
 the format: python3 fuzz/make_corpus.py.  Only the standard library."""
 import os
 import struct
@@ -66,6 +66,14 @@ SEEDS = {
         'close': push(PCLOSE, 0, 0, 12, 0),
         'bye': push(PBYE, 0, 0, 0, 0),
         'bad_magic': b'XCPM' + push(PDATA, 0, 0, 0, 0)[4:],
+    },
+    # Tuning files (docs/tuning.md): entries of three and five numbers, a
+    # malformed one of four.
+    'tuning': {
+        'five': b'# redcoll tuning file\ntcp 2.9e-05 3.2e-08 2.1e-10 1.8e-06 9.5e-11\n'
+                b'default 1e-05 1e-09 2.5e-10\n',
+        'three': b'threads 1.8e-06 9.5e-11 2.1e-10   # measured\n\n',
+        'four': b'tcp 1 2 3 4\n',
     },
 }
 

@@ -2,8 +2,8 @@
 # Builds the libFuzzer targets in fuzz/ with clang (AddressSanitizer and
 # UBSan) and runs each for a bounded time on a copy of its seed corpus
 # (fuzz/corpus/<target>/): the TCP frame header, the connection set-up, the
-# address and host-list parsers, and the push transport's message header.  Installs clang with apt-get when it
-# is missing.
+# address and host-list parsers, the push transport's message header, and
+# the tuning-file parser.  Installs clang with apt-get when it is missing.
 #
 #   scripts/fuzz.sh [seconds per target, default 20] [build dir, default build-fuzz]
 #
@@ -27,6 +27,7 @@ sources() {
   case "$1" in
     addr) echo "$tcp/wire.c $tcp/addr.c $tcp/config.c $root/src/base/log.c $root/src/base/env.c" ;;
     push) echo "$root/src/transport/push/frame.c" ;;
+    tuning) echo "$root/src/core/select/tuning.c $root/src/base/log.c $root/src/base/env.c" ;;
     *) echo "$tcp/wire.c" ;;
   esac
 }
@@ -43,7 +44,7 @@ for src in "$root"/fuzz/fuzz_*.c; do
   # shellcheck disable=SC2086
   clang -g -O1 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror \
     -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-    -I"$root/include" -I"$root/src/base" -I"$root/src" $uv_cflags \
+    -I"$root/include" -I"$root/src/base" -I"$root/src" -I"$root/src/core" $uv_cflags \
     "$src" $(sources "$target") -o "$out/$name" $(libs "$target")
   corpus="$out/corpus-$target"
   mkdir -p "$corpus"

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "internal.h"
 #include "redcoll/hier.h"
@@ -23,7 +24,6 @@
 #include "test.h"
 #ifdef REDCOLL_TEST_TCP
 #include <signal.h>
-#include <unistd.h>
 
 #include "tcp_runner.h"
 #endif
@@ -381,10 +381,163 @@ static void auto_choice(void) {
   choice_arg a = {0, 0, 0};
   CHECK_INT(redcoll_threads_run_config(8, &cfg, choice_rank, &a, NULL), REDCOLL_OK);
   CHECK_INT(a.big, REDCOLL_ALGO_TWO_LEVEL);
-  CHECK_INT(a.small, REDCOLL_ALGO_TWO_LEVEL);
+  /* One double: recursive doubling's first 2 rounds stay inside a host
+   * (a tenth of alpha each), its third crosses: 2 x 5 + 50 us against
+   * two_level's 2 + 1 + 2 rounds, 70 us.  The simulator with this model
+   * (redcoll-sim --p 8 --ranks-per-host 4, alpha 5e-5, local 5e-6):
+   * 60.3 us against 70.1. */
+  CHECK_INT(a.small, REDCOLL_ALGO_RECURSIVE_DOUBLING);
   cfg.ranks_per_host = 0;
   CHECK_INT(redcoll_threads_run_config(8, &cfg, flat_rank, &a, NULL), REDCOLL_OK);
   CHECK(a.flat != REDCOLL_ALGO_TWO_LEVEL);
+}
+
+/* AUTO in the simulator, 4 hosts x 3 ranks, alpha 1, local_alpha 0.1, with
+ * f ranks per CPU (0: not set).  One double (its bytes cost next to
+ * nothing, beta 1e-3 per byte):
+ * f <= 1: flat needs 4 rounds of alpha (4.096 with the bytes at beta x 3,
+ * the ranks of a host sharing its link); two_level 2 rounds inside a host
+ * (reduce), 2 between hosts, 2 inside (bcast): 0.2 + 2 + 0.2 = 2.4, and
+ * wins.
+ * f = 2: every round waits for the other rank of its CPU, whose turn costs
+ * alpha wherever the message goes: a round inside a host costs 0.1 + 1 =
+ * 1.1, one between hosts alpha f = 2.  Flat: linear, whose start-ups
+ * overlap with ranks sharing CPUs, 2 start-ups, 4 (and 0.53 for the bytes,
+ * serial at the root); two_level: a linear reduce (1.1), an allreduce
+ * between hosts (4), a bcast (2.2): 7.3, and flat wins (the model before
+ * it charged turns inside a host local_alpha: 0.2 + 4 + 0.4, two_level).
+ * f = 8: linear 16.53 against 7.1 + 16 + 14.2 = 37.3: flat.
+ * 4096 doubles with beta 1e-3 (1e-5 inside a host) at any f: the bytes
+ * decide, flat priced with beta x 3 and two_level sending 2 (H-1)/H m out
+ * of a host in 3 slices: two_level (53 against 196 at f = 1). */
+typedef struct {
+  double f;
+  redcoll_algo small, big;
+  const char *tuning; /* a tuning file to load, or NULL */
+} cpu_arg;
+
+static int cpu_rank(redcoll_comm *c, void *arg) {
+  cpu_arg *a = arg;
+  if (a->f > 0 && redcoll_comm_set_ranks_per_cpu(c, a->f) != REDCOLL_OK) return REDCOLL_EINVAL;
+  if (a->tuning != NULL && redcoll_comm_load_tuning(c, a->tuning) != REDCOLL_OK)
+    return REDCOLL_EINVAL;
+  double *x = calloc(4096, sizeof *x), *y = calloc(4096, sizeof *y);
+  int rc = x != NULL && y != NULL ? redcoll_allreduce(c, x, y, 1, REDCOLL_FLOAT64, REDCOLL_SUM)
+                                  : REDCOLL_ENOMEM;
+  if (rc == REDCOLL_OK && redcoll_comm_rank(c) == 0) a->small = redcoll_comm_last_algorithm(c);
+  if (rc == REDCOLL_OK) rc = redcoll_allreduce(c, x, y, 4096, REDCOLL_FLOAT64, REDCOLL_SUM);
+  if (rc == REDCOLL_OK && redcoll_comm_rank(c) == 0) a->big = redcoll_comm_last_algorithm(c);
+  free(x);
+  free(y);
+  return rc;
+}
+
+static void auto_cpus(void) {
+  const struct {
+    double f;
+    redcoll_algo small, big;
+  } want[] = {{0, REDCOLL_ALGO_TWO_LEVEL, REDCOLL_ALGO_TWO_LEVEL},
+              {1, REDCOLL_ALGO_TWO_LEVEL, REDCOLL_ALGO_TWO_LEVEL},
+              {2, REDCOLL_ALGO_LINEAR, REDCOLL_ALGO_TWO_LEVEL},
+              {8, REDCOLL_ALGO_LINEAR, REDCOLL_ALGO_TWO_LEVEL}};
+  for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+    redcoll_mock_config cfg;
+    redcoll_mock_config_init(&cfg);
+    cfg.ranks_per_host = 3;
+    cfg.alpha = 1;
+    cfg.beta = 1e-3;
+    cfg.local_alpha = 0.1;
+    cfg.local_beta = 1e-5;
+    cpu_arg a = {want[k].f, REDCOLL_ALGO_AUTO, REDCOLL_ALGO_AUTO, NULL};
+    CHECK_INT(redcoll_mock_run(12, &cfg, cpu_rank, &a, NULL), REDCOLL_OK);
+    CHECK_MSG(a.small == want[k].small && a.big == want[k].big, "f %g: %s and %s", want[k].f,
+              redcoll_algo_name(a.small), redcoll_algo_name(a.big));
+  }
+  /* A tuning file's intra-host alpha and beta reach the two-level model:
+   * the same network and f <= 1, but 1.5 per message inside a host makes
+   * two_level 1.5 + 1.5 + 2 + 1.5 + 1.5 = 8 for one double, and the best
+   * flat algorithm (4 rounds; elimination, the first of those in the order
+   * that breaks ties) wins; 4096 doubles stay
+   * two_level. */
+  char path[] = "/tmp/redcoll-hier-tuning-XXXXXX";
+  int fd = mkstemp(path);
+  CHECK(fd >= 0);
+  if (fd < 0) return;
+  FILE *f = fdopen(fd, "w");
+  fprintf(f, "mock 1 0.001 0 1.5 1e-05\n");
+  fclose(f);
+  redcoll_mock_config cfg;
+  redcoll_mock_config_init(&cfg);
+  cfg.ranks_per_host = 3;
+  cfg.alpha = 1;
+  cfg.beta = 1e-3;
+  cfg.local_alpha = 0.1;
+  cfg.local_beta = 1e-5;
+  cpu_arg a = {0, REDCOLL_ALGO_AUTO, REDCOLL_ALGO_AUTO, path};
+  CHECK_INT(redcoll_mock_run(12, &cfg, cpu_rank, &a, NULL), REDCOLL_OK);
+  unlink(path);
+  CHECK_MSG(a.small == REDCOLL_ALGO_ELIMINATION_RINGS && a.big == REDCOLL_ALGO_TWO_LEVEL,
+            "tuning file: %s and %s", redcoll_algo_name(a.small), redcoll_algo_name(a.big));
+}
+
+/* 4 hosts x 4 ranks (alpha 1, beta 1e-3; 0.1 and 1e-5 inside a host):
+ * recursive doubling and halving-doubling pair ranks at distances 1, 2, 4,
+ * 8, so their first two rounds stay inside a host.  AUTO prices them by
+ * their rounds on each level, and picks them where the model says so: one
+ * double, recursive doubling, 0.2 + 2 (and the bytes) against two_level's
+ * 2.4; 4096 doubles, halving-doubling, which is two_level's schedule with
+ * 4 slices, a tie (54.04 predicted for both), which stays flat.  Each
+ * choice is no slower in the simulator than two_level, the old choice
+ * (flat priced with beta x 4 for every byte): 2.240 against 2.416, and
+ * 51.04 for both. */
+typedef struct {
+  size_t count;
+  redcoll_algo algo, chosen;
+} bfly_arg;
+
+static int bfly_rank(redcoll_comm *c, void *arg) {
+  bfly_arg *a = arg;
+  double *x = calloc(a->count, sizeof *x), *y = calloc(a->count, sizeof *y);
+  int rc = x != NULL && y != NULL ? REDCOLL_OK : REDCOLL_ENOMEM;
+  if (rc == REDCOLL_OK) rc = redcoll_comm_set_algorithm(c, REDCOLL_COLL_ALLREDUCE, a->algo);
+  if (rc == REDCOLL_OK) rc = redcoll_allreduce(c, x, y, a->count, REDCOLL_FLOAT64, REDCOLL_SUM);
+  if (rc == REDCOLL_OK && redcoll_comm_rank(c) == 0) a->chosen = redcoll_comm_last_algorithm(c);
+  free(x);
+  free(y);
+  return rc;
+}
+
+static double bfly_time(size_t count, redcoll_algo algo, redcoll_algo *chosen) {
+  redcoll_mock_config cfg;
+  redcoll_mock_config_init(&cfg);
+  cfg.ranks_per_host = 4;
+  cfg.alpha = 1;
+  cfg.beta = 1e-3;
+  cfg.local_alpha = 0.1;
+  cfg.local_beta = 1e-5;
+  redcoll_mock_stats st[16];
+  bfly_arg a = {count, algo, REDCOLL_ALGO_AUTO};
+  CHECK_INT(redcoll_mock_run(16, &cfg, bfly_rank, &a, st), REDCOLL_OK);
+  double t = 0;
+  for (int r = 0; r < 16; r++) t = st[r].time > t ? st[r].time : t;
+  *chosen = a.chosen;
+  return t;
+}
+
+static void auto_butterflies(void) {
+  const struct {
+    size_t count;
+    redcoll_algo want;
+  } cases[] = {{1, REDCOLL_ALGO_RECURSIVE_DOUBLING}, {4096, REDCOLL_ALGO_HALVING_DOUBLING}};
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    redcoll_algo chosen, ran;
+    double t_auto = bfly_time(cases[k].count, REDCOLL_ALGO_AUTO, &chosen);
+    double t_two = bfly_time(cases[k].count, REDCOLL_ALGO_TWO_LEVEL, &ran);
+    CHECK_MSG(chosen == cases[k].want, "%zu doubles: %s", cases[k].count, redcoll_algo_name(chosen));
+    CHECK_INT(ran, REDCOLL_ALGO_TWO_LEVEL);
+    CHECK_MSG(t_auto <= t_two, "%zu doubles: %s %g, two_level %g", cases[k].count,
+              redcoll_algo_name(chosen), t_auto, t_two);
+  }
 }
 
 /* ---- the simulator with hosts: the two-level claims --------------------------- */
@@ -673,7 +826,8 @@ static void tcp_kill(void) {
 #endif
 
 TEST_MAIN(TEST(topo_examples), TEST(even_hosts), TEST(uneven_hosts), TEST(interleaved_hosts),
-          TEST(split_worlds), TEST(auto_choice), TEST(sim_claims), TEST(hier_one_process), TEST(hier_over_threads), TEST(hier_dups_at_once), TEST(hier_refused)
+          TEST(split_worlds), TEST(auto_choice), TEST(auto_cpus), TEST(auto_butterflies),
+          TEST(sim_claims), TEST(hier_one_process), TEST(hier_over_threads), TEST(hier_dups_at_once), TEST(hier_refused)
 #ifdef REDCOLL_TEST_TCP
           , TEST(tcp_hosts_threads), TEST(tcp_kill)
 #endif

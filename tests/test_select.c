@@ -285,6 +285,91 @@ static void test_settings(void) {
   CHECK(v[0] == 4e-06 || v[0] == 1);
 }
 
+/* The intra-host alpha and beta of an entry (the fourth and fifth numbers,
+ * which redcoll-tune writes on a communicator with hosts): read back
+ * exactly as written; an entry of three has none (0: the transport's); four
+ * numbers, a negative one or a sixth are malformed.  They reach the
+ * communicator from the file (REDCOLL_TUNING_FILE, redcoll_comm_load_tuning)
+ * and from REDCOLL_COST_MODEL; redcoll_comm_set_cost_model drops them. */
+static int local_main(redcoll_comm *c, void *argp) {
+  double *out = argp;
+  double a;
+  int rc = redcoll_comm_get_cost_model(c, &a, NULL, NULL);
+  if (redcoll_comm_rank(c) == 0) {
+    out[0] = a;
+    out[1] = c->cost_local_alpha;
+    out[2] = c->cost_local_beta;
+  }
+  return rc;
+}
+
+static int load_main(redcoll_comm *c, void *argp) {
+  const char *path = argp;
+  name_transport(c, "tcp");
+  CHECK_INT(redcoll_comm_load_tuning(c, path), REDCOLL_OK);
+  CHECK_DBL(c->cost_alpha, 2.9e-05);
+  CHECK_DBL(c->cost_local_alpha, 1.8e-06);
+  CHECK_DBL(c->cost_local_beta, 9.5e-11);
+  CHECK_INT(redcoll_comm_set_cost_model(c, 1e-5, 1e-9, 0), REDCOLL_OK);
+  CHECK_DBL(c->cost_local_alpha, 0);
+  CHECK_DBL(c->cost_local_beta, 0);
+  return REDCOLL_OK;
+}
+
+static void test_tuning_local(void) {
+  char path[] = "/tmp/redcoll-tuning-XXXXXX";
+  int fd = mkstemp(path);
+  CHECK(fd >= 0);
+  if (fd < 0) return;
+  FILE *f = fdopen(fd, "w");
+  /* as redcoll-tune writes it: "%s %.6g %.6g %.6g %.6g %.6g" */
+  fprintf(f, "%s %.6g %.6g %.6g %.6g %.6g\n", "tcp", 2.9e-05, 3.2e-08, 2.1e-10, 1.8e-06, 9.5e-11);
+  fprintf(f, "default 1e-05 1e-09 2.5e-10\n");
+  fclose(f);
+  redcoll__cost_model cm;
+  double local[2] = {-1, -1};
+  CHECK_INT(redcoll__tuning_read(path, "tcp", &cm, local, NULL), REDCOLL_OK);
+  CHECK_DBL(cm.alpha, 2.9e-05);
+  CHECK_DBL(cm.beta, 3.2e-08);
+  CHECK_DBL(cm.gamma, 2.1e-10);
+  CHECK_DBL(local[0], 1.8e-06);
+  CHECK_DBL(local[1], 9.5e-11);
+  CHECK_INT(redcoll__tuning_read(path, "threads", &cm, local, NULL), REDCOLL_OK);
+  CHECK_DBL(cm.alpha, 1e-05);
+  CHECK_DBL(local[0], 0);
+  CHECK_DBL(local[1], 0);
+  CHECK_INT(redcoll_mock_run(1, NULL, load_main, path, NULL), REDCOLL_OK);
+  /* the file through REDCOLL_TUNING_FILE (the simulator's entry) */
+  f = fopen(path, "w");
+  fprintf(f, "mock 2 0 0 0.5 0.25\n");
+  fclose(f);
+  double v[3] = {0, 0, 0};
+  setenv("REDCOLL_TUNING_FILE", path, 1);
+  CHECK_INT(redcoll_mock_run(2, NULL, local_main, v, NULL), REDCOLL_OK);
+  unsetenv("REDCOLL_TUNING_FILE");
+  CHECK_DBL(v[0], 2);
+  CHECK_DBL(v[1], 0.5);
+  CHECK_DBL(v[2], 0.25);
+  const char *bad[] = {"tcp 1 2 3 4\n", "tcp 1 2 3 -4 5\n", "tcp 1 2 3 4 5 6\n", "tcp 1 2 3 4 x\n"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    f = fopen(path, "w");
+    fputs(bad[i], f);
+    fclose(f);
+    CHECK_INT(redcoll__tuning_read(path, "tcp", &cm, local, NULL), REDCOLL_EINVAL);
+  }
+  unlink(path);
+  setenv("REDCOLL_COST_MODEL", "7e-6, 2e-9, 1e-10, 1e-6, 1e-10", 1);
+  CHECK_INT(redcoll_mock_run(2, NULL, local_main, v, NULL), REDCOLL_OK);
+  CHECK_DBL(v[0], 7e-6);
+  CHECK_DBL(v[1], 1e-6);
+  CHECK_DBL(v[2], 1e-10);
+  setenv("REDCOLL_COST_MODEL", "7e-6, 2e-9, 1e-10, 1e-6", 1); /* malformed: defaults */
+  CHECK_INT(redcoll_mock_run(2, NULL, local_main, v, NULL), REDCOLL_EINVAL);
+  CHECK_DBL(v[0], 1); /* the simulator's own alpha */
+  CHECK_DBL(v[1], 0);
+  unsetenv("REDCOLL_COST_MODEL");
+}
+
 static int nop_main(redcoll_comm *c, void *argp) {
   (void)c;
   (void)argp;
@@ -458,4 +543,4 @@ static void test_ranks_per_cpu_setting(void) {
   unsetenv("REDCOLL_RANKS_PER_CPU");
 }
 
-TEST_MAIN(TEST(test_shared_directions), TEST(test_ranks_per_cpu_costs), TEST(test_ranks_per_cpu_setting), TEST(test_formulas), TEST(test_same_choice), TEST(test_choice_respects_operator), TEST(test_settings), TEST(test_forcing_env))
+TEST_MAIN(TEST(test_shared_directions), TEST(test_ranks_per_cpu_costs), TEST(test_ranks_per_cpu_setting), TEST(test_formulas), TEST(test_same_choice), TEST(test_choice_respects_operator), TEST(test_settings), TEST(test_tuning_local), TEST(test_forcing_env))

@@ -420,12 +420,17 @@ REDCOLL_API redcoll_algo redcoll_comm_last_algorithm(const redcoll_comm *c);
  * entry for the transport in the file named by REDCOLL_TUNING_FILE, else
  * from the transport's defaults.  REDCOLL_EINVAL for NULL, negative or
  * non-finite values, or (get) a malformed REDCOLL_COST_MODEL or tuning
- * file. */
+ * file.  On a communicator with hosts these are the costs between hosts;
+ * those inside a host (the two-level model, docs/hier.md) come from
+ * REDCOLL_COST_MODEL="alpha,beta,gamma,local_alpha,local_beta" or a tuning
+ * file entry of five numbers, else from the transport; set here, they are
+ * the transport's again. */
 REDCOLL_API int redcoll_comm_set_cost_model(redcoll_comm *c, double alpha, double beta, double gamma);
 REDCOLL_API int redcoll_comm_get_cost_model(redcoll_comm *c, double *alpha, double *beta,
                                             double *gamma);
 /* Sets the cost model from the entry of tuning file path (written by
- * redcoll-tune) for the communicator's transport, or its "default" entry.
+ * redcoll-tune) for the communicator's transport, or its "default" entry,
+ * with the entry's intra-host alpha and beta if it has them.
  * REDCOLL_EINVAL if the file is unreadable, malformed or has no entry that
  * applies. */
 REDCOLL_API int redcoll_comm_load_tuning(redcoll_comm *c, const char *path);

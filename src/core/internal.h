@@ -137,6 +137,10 @@ struct redcoll_comm {
    * both directions are copied by the same CPUs (loopback, shared memory):
    * measured by the self-calibration, else 0 (full duplex). */
   double cost_dup;
+  /* With hosts: the cost of a message inside one (alpha, beta) from a
+   * tuning file or REDCOLL_COST_MODEL; 0: the transport's
+   * (info.local_alpha, local_beta). */
+  double cost_local_alpha, cost_local_beta;
   /* Self-calibration (select/calibrate.c): 0 not decided yet, 1 not
    * wanted, 2 done or under way, 3 switched off by the program. */
   int cal_state;
@@ -324,6 +328,9 @@ double redcoll__two_level_link_share(redcoll_comm *c);
 /* 1 if the two-level algorithm takes call and is predicted faster than
  * flat_time, the best flat algorithm's time under the shared link. */
 int redcoll__two_level_wins(const struct redcoll__call *call, double flat_time);
+/* The model of a round inside one of c's hosts, as the two-level phases
+ * are priced: alpha before the ranks per CPU scale it, and beta. */
+void redcoll__two_level_intra_model(const redcoll_comm *c, double *alpha, double *beta);
 /* Before any communication, for a forced two_level: REDCOLL_ENOTSUP if
  * the hosts cannot take the call (ranks of hosts interleave, and the
  * collective moves blocks or the operator is not commutative);

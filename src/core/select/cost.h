@@ -94,12 +94,14 @@ redcoll_algo redcoll__cost_select_dup(const redcoll__cost_args *a, unsigned excl
 redcoll__cost_model redcoll__cost_default(void);
 
 /* Parses a tuning file (format in docs/tuning.md) and stores the entry for
- * transport (or the "default" entry) in *cm and, when the entry sets one,
- * the threshold in *threshold (left alone otherwise).  REDCOLL_OK; 1 if the
- * file has no entry that applies; REDCOLL_EINVAL for an unreadable or
- * malformed file (the reason is logged). */
+ * transport (or the "default" entry) in *cm, its intra-host alpha and beta
+ * in local[0] and local[1] (if local is not NULL; 0 and 0 when the entry
+ * has none) and, when the entry sets one, the threshold in *threshold
+ * (left alone otherwise).  REDCOLL_OK; 1 if the file has no entry that
+ * applies; REDCOLL_EINVAL for an unreadable or malformed file (the reason
+ * is logged). */
 int redcoll__tuning_read(const char *path, const char *transport, redcoll__cost_model *cm,
-                         size_t *threshold);
+                         double *local, size_t *threshold);
 
 /* A finite number >= 0: a valid alpha, beta, gamma or ranks per CPU. */
 int redcoll__cost_valid(double v);

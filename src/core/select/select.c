@@ -94,6 +94,37 @@ redcoll_algo redcoll__cost_select_dup(const redcoll__cost_args *a, unsigned excl
 
 /* ---- the choice -------------------------------------------------------- */
 
+/* recursive_doubling and halving_doubling allreduce pair rank r with
+ * r ^ d for d = 1, 2, ..., p/2.  On hosts of T ranks each holding
+ * consecutive ranks, T and the number of hosts H powers of two, their
+ * first lg T rounds stay inside a host and the others pair ranks of
+ * different hosts, all T ranks of a host at once: the algorithm is
+ * two-level already (halving-doubling is the schedule of two_level with T
+ * slices when every phase runs it).  Its predicted time: its rounds inside
+ * a host under the intra-host model (the algorithm on T ranks, the whole
+ * vector) plus those between hosts with beta x T (on H ranks, the whole
+ * vector, or halving-doubling's 1/T of it), as the two-level phases are
+ * priced.  -1 elsewhere (beta x T for every byte applies). */
+static double butterfly_on_hosts(const redcoll__call *call, redcoll_algo algo) {
+  redcoll_comm *c = call->comm;
+  const redcoll__topo *t = redcoll__hier_topo(c);
+  if (t == NULL || call->coll != REDCOLL_COLL_ALLREDUCE || !t->contiguous) return -1;
+  int T = t->max_local, H = t->hosts;
+  if (t->min_local != T || (T & (T - 1)) != 0 || (H & (H - 1)) != 0) return -1;
+  size_t m = call->count;
+  size_t across = algo == REDCOLL_ALGO_HALVING_DOUBLING ? (m + (size_t)T - 1) / (size_t)T : m;
+  redcoll__cost_args in = {REDCOLL_COLL_ALLREDUCE, T, m, call->esize, c->threshold, 0,
+                           c->ranks_per_cpu};
+  redcoll__cost_args out = in;
+  out.p = H;
+  out.count = across;
+  redcoll__cost_model lm = {0, 0, c->cost_gamma};
+  redcoll__two_level_intra_model(c, &lm.alpha, &lm.beta);
+  redcoll__cost_model nm = {c->cost_alpha, c->cost_beta * T, c->cost_gamma};
+  double ti = redcoll__cost(algo, &in, &lm), to = redcoll__cost(algo, &out, &nm);
+  return ti < 0 || to < 0 ? -1 : ti + to;
+}
+
 redcoll_algo redcoll__select(const redcoll__call *call) {
   redcoll_comm *c = call->comm;
   redcoll__cost_resolve(c); /* a malformed setting is logged; defaults then */
@@ -112,10 +143,23 @@ redcoll_algo redcoll__select(const redcoll__call *call) {
     a.count = mx;
   }
   double flat;
-  redcoll_algo best =
-      redcoll__cost_select_dup(&a, redcoll__excluded_flags(call), &cm, c->cost_dup, &flat);
-  if (share > 1 && redcoll__two_level_wins(call, flat)) return REDCOLL_ALGO_TWO_LEVEL;
-  return best;
+  unsigned exclude = redcoll__excluded_flags(call);
+  redcoll_algo best = redcoll__cost_select_dup(&a, exclude, &cm, c->cost_dup, &flat);
+  if (share <= 1) return best;
+  /* Butterflies whose first rounds stay inside hosts: priced by their
+   * rounds on each level instead of beta x T for all. */
+  static const redcoll_algo butterflies[] = {REDCOLL_ALGO_RECURSIVE_DOUBLING,
+                                             REDCOLL_ALGO_HALVING_DOUBLING};
+  for (size_t i = 0; i < sizeof butterflies / sizeof butterflies[0]; i++) {
+    const redcoll__algo_entry *e = redcoll__algo_find(call->coll, butterflies[i]);
+    if (e == NULL || (e->flags & exclude)) continue;
+    double t = butterfly_on_hosts(call, butterflies[i]);
+    if (t >= 0 && t < flat * (1 - 1e-9)) {
+      best = butterflies[i];
+      flat = t;
+    }
+  }
+  return redcoll__two_level_wins(call, flat) ? REDCOLL_ALGO_TWO_LEVEL : best;
 }
 
 /* ---- the phases of a two-level algorithm ----------------------------------- */

@@ -22,18 +22,23 @@ redcoll__cost_model redcoll__cost_default(void) {
 
 int redcoll__cost_valid(double v) { return isfinite(v) && v >= 0; }
 
-/* "alpha,beta,gamma". */
-static int parse_triple(const char *s, redcoll__cost_model *cm) {
-  double v[3];
-  if (redcoll__parse_numbers(s, v, 3) != REDCOLL_OK) return REDCOLL_EINVAL;
+/* "alpha,beta,gamma" or "alpha,beta,gamma,local_alpha,local_beta" (commas
+ * or blanks); local[] gets 0, 0 for the first. */
+static int parse_model(const char *s, redcoll__cost_model *cm, double local[2]) {
+  double v[5] = {0, 0, 0, 0, 0};
+  if (redcoll__parse_numbers(s, v, 5) != REDCOLL_OK &&
+      redcoll__parse_numbers(s, v, 3) != REDCOLL_OK)
+    return REDCOLL_EINVAL;
   *cm = (redcoll__cost_model){v[0], v[1], v[2]};
+  local[0] = v[3];
+  local[1] = v[4];
   return REDCOLL_OK;
 }
 
 /* ---- tuning files ------------------------------------------------------ */
 
 int redcoll__tuning_read(const char *path, const char *transport, redcoll__cost_model *cm,
-                         size_t *threshold) {
+                         double *local, size_t *threshold) {
   (void)threshold; /* reserved: the file format has no threshold yet */
   FILE *f = fopen(path, "r");
   if (f == NULL) {
@@ -43,6 +48,7 @@ int redcoll__tuning_read(const char *path, const char *transport, redcoll__cost_
   char line[512];
   int lineno = 0, rc = 1;
   redcoll__cost_model own, dflt;
+  double own_local[2] = {0, 0}, dflt_local[2] = {0, 0};
   int have_own = 0, have_dflt = 0;
   while (fgets(line, sizeof line, f) != NULL) {
     lineno++;
@@ -63,27 +69,29 @@ int redcoll__tuning_read(const char *path, const char *transport, redcoll__cost_
     }
     name[n] = '\0';
     redcoll__cost_model v;
-    if ((*s != ' ' && *s != '\t') || parse_triple(s, &v) != REDCOLL_OK) {
-      redcoll__log(0, "tuning file %s:%d: expected `transport alpha beta gamma`", path, lineno);
+    double vl[2];
+    if ((*s != ' ' && *s != '\t') || parse_model(s, &v, vl) != REDCOLL_OK) {
+      redcoll__log(0, "tuning file %s:%d: expected `transport alpha beta gamma` and optionally "
+                      "`local_alpha local_beta`, numbers >= 0", path, lineno);
       fclose(f);
       return REDCOLL_EINVAL;
     }
     if (transport != NULL && strcmp(name, transport) == 0) {
       own = v;
+      memcpy(own_local, vl, sizeof vl);
       have_own = 1;
     } else if (strcmp(name, "default") == 0) {
       dflt = v;
+      memcpy(dflt_local, vl, sizeof vl);
       have_dflt = 1;
     }
   }
   if (ferror(f)) {
     redcoll__log(0, "tuning file %s: read error", path);
     rc = REDCOLL_EINVAL;
-  } else if (have_own) {
-    *cm = own;
-    rc = REDCOLL_OK;
-  } else if (have_dflt) {
-    *cm = dflt;
+  } else if (have_own || have_dflt) {
+    *cm = have_own ? own : dflt;
+    if (local != NULL) memcpy(local, have_own ? own_local : dflt_local, 2 * sizeof *local);
     rc = REDCOLL_OK;
   }
   fclose(f);
@@ -107,16 +115,16 @@ int redcoll__cost_resolve(redcoll_comm *c) {
   redcoll__cost_model cm = transport_default(c);
   int rc = REDCOLL_OK;
   const char *file = redcoll__env("REDCOLL_TUNING_FILE");
-  double v[3];
-  int env = redcoll__env_doubles("REDCOLL_COST_MODEL", v, 3);
-  if (env == REDCOLL_OK) {
-    cm = (redcoll__cost_model){v[0], v[1], v[2]};
-  } else if (env != REDCOLL__ENV_UNSET) {
-    redcoll__log(0, "REDCOLL_COST_MODEL=%s: expected alpha,beta,gamma (seconds, >= 0)",
-                 redcoll__env("REDCOLL_COST_MODEL"));
+  const char *env = redcoll__env("REDCOLL_COST_MODEL");
+  double local[2] = {0, 0};
+  if (env != NULL && parse_model(env, &cm, local) != REDCOLL_OK) {
+    redcoll__log(0, "REDCOLL_COST_MODEL=%s: expected alpha,beta,gamma and optionally "
+                    "local_alpha,local_beta (seconds, >= 0)", env);
+    cm = transport_default(c);
+    local[0] = local[1] = 0;
     rc = REDCOLL_EINVAL;
-  } else if (file != NULL) {
-    int r = redcoll__tuning_read(file, tname, &cm, NULL);
+  } else if (env == NULL && file != NULL) {
+    int r = redcoll__tuning_read(file, tname, &cm, local, NULL);
     if (r == 1) {
       redcoll__log(2, "tuning file %s: no entry for %s, defaults used", file,
                    tname ? tname : "this transport");
@@ -129,6 +137,8 @@ int redcoll__cost_resolve(redcoll_comm *c) {
   c->cost_beta = cm.beta;
   c->cost_gamma = cm.gamma;
   c->cost_dup = 0; /* measured by the calibration only */
+  c->cost_local_alpha = local[0];
+  c->cost_local_beta = local[1];
   c->cost_state = 1;
   return rc;
 }
@@ -141,6 +151,7 @@ REDCOLL_API int redcoll_comm_set_cost_model(redcoll_comm *c, double alpha, doubl
   c->cost_beta = beta;
   c->cost_gamma = gamma;
   c->cost_dup = 0;
+  c->cost_local_alpha = c->cost_local_beta = 0; /* the transport's */
   c->cost_state = 2;
   return REDCOLL_OK;
 }
@@ -158,14 +169,18 @@ REDCOLL_API int redcoll_comm_get_cost_model(redcoll_comm *c, double *alpha, doub
 REDCOLL_API int redcoll_comm_load_tuning(redcoll_comm *c, const char *path) {
   if (c == NULL || path == NULL) return REDCOLL_EINVAL;
   redcoll__cost_model cm;
-  int rc = redcoll__tuning_read(path, c->info.name[0] ? c->info.name : NULL, &cm, NULL);
+  double local[2];
+  int rc = redcoll__tuning_read(path, c->info.name[0] ? c->info.name : NULL, &cm, local, NULL);
   if (rc == 1) {
     redcoll__log(0, "tuning file %s: no entry for %s and no default entry", path,
                  c->info.name[0] ? c->info.name : "this transport");
     return REDCOLL_EINVAL;
   }
   if (rc != REDCOLL_OK) return rc;
-  return redcoll_comm_set_cost_model(c, cm.alpha, cm.beta, cm.gamma);
+  rc = redcoll_comm_set_cost_model(c, cm.alpha, cm.beta, cm.gamma);
+  c->cost_local_alpha = local[0];
+  c->cost_local_beta = local[1];
+  return rc;
 }
 
 /* ---- ranks per CPU ---------------------------------------------------- */

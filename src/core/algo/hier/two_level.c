@@ -33,11 +33,16 @@
  *   each host's first rank, allgatherv (or reduce-scatter) of whole hosts'
  *   parts among the first ranks, bcast (or scatterv) in each host.
  * Each phase's algorithm is AUTO's flat choice on its view, under the
- * intra-host model (info.local_alpha and local_beta, else a tenth of the
- * network's) or the network's.  AUTO takes two_level when the sum of its
+ * intra-host model (a tuning file's local alpha and beta, else
+ * info.local_alpha and local_beta, else a tenth of the network's; with
+ * ranks sharing CPUs a round inside a host also waits for
+ * the other ranks of its CPU, intra_alpha) or the network's.  AUTO takes
+ * two_level when the sum of its
  * phases' predicted times (the inter-host phase's beta times S, the slices
  * sharing the link) is below the best flat algorithm's, predicted with beta
- * times T (redcoll__two_level_link_share).
+ * times T (redcoll__two_level_link_share), or for recursive doubling and
+ * halving-doubling on hosts where their first rounds stay inside a host by
+ * their rounds on each level (select.c); a tie stays flat.
  *
  * Restrictions: with hosts whose ranks are consecutive ranks (host-major,
  * as the hier world and TCP's host-ordered ranks are), operands stay in
@@ -160,12 +165,30 @@ const redcoll__topo *redcoll__hier_topo(redcoll_comm *c) {
   return &h->topo;
 }
 
-/* The intra-host model: the transport's, else a tenth of the network's. */
+/* The intra-host model: a tuning file's (or REDCOLL_COST_MODEL's), else
+ * the transport's, else a tenth of the network's. */
 static double local_alpha(const redcoll_comm *c) {
+  if (c->cost_local_alpha > 0) return c->cost_local_alpha;
   return c->info.local_alpha > 0 ? c->info.local_alpha : c->cost_alpha / 10;
 }
 static double local_beta(const redcoll_comm *c) {
+  if (c->cost_local_beta > 0) return c->cost_local_beta;
   return c->info.local_beta > 0 ? c->info.local_beta : c->cost_beta / 10;
+}
+
+/* The alpha of a phase inside a host, before the phase's cost scales it
+ * by the ranks per CPU f (as every round's, select.c).  With f > 1 a
+ * round waits for the f - 1 other ranks of its CPU to take their turns,
+ * and a turn is a wake-up through the kernel whatever path the message
+ * takes: it costs the communicator's alpha, as in a flat round (alpha f =
+ * alpha + (f - 1) alpha), not local_alpha, the latency between ranks that
+ * each have a CPU.  So a round inside a host costs local_alpha + (f - 1)
+ * max(alpha, local_alpha); f <= 1 leaves local_alpha. */
+static double intra_alpha(const redcoll_comm *c) {
+  double la = local_alpha(c), f = c->ranks_per_cpu;
+  if (!(f > 1)) return la;
+  double turn = c->cost_alpha > la ? c->cost_alpha : la;
+  return (la + (f - 1) * turn) / f;
 }
 
 /* Two levels are there: hosts known, more than one, one with two ranks. */
@@ -195,7 +218,7 @@ static double phase(const redcoll__call *call, redcoll_coll coll, int p, size_t 
 /* The predicted time of the two-level algorithm with s slices. */
 static double cost_two(const redcoll__call *call, const redcoll__topo *t, int s) {
   const redcoll_comm *c = call->comm;
-  double la = local_alpha(c), lb = local_beta(c), a = c->cost_alpha, b = c->cost_beta;
+  double la = intra_alpha(c), lb = local_beta(c), a = c->cost_alpha, b = c->cost_beta;
   int T = t->max_local, H = t->hosts;
   size_t m = call->count, per = call->counts != NULL ? 0 : m;
   if (call->counts != NULL)
@@ -281,6 +304,13 @@ int redcoll__two_level_wins(const redcoll__call *call, double flat_time) {
   return cost < flat_time * (1 - 1e-9);
 }
 
+/* ---- the intra-host model, for AUTO's flat prices ------------------------- */
+
+void redcoll__two_level_intra_model(const redcoll_comm *c, double *alpha, double *beta) {
+  *alpha = intra_alpha(c);
+  *beta = local_beta(c);
+}
+
 /* ---- running the phases -------------------------------------------------- */
 
 /* The views' settings from c's, now: the models may have been calibrated
@@ -303,7 +333,7 @@ static int prepare(const redcoll__call *call, redcoll__hier **out) {
   if (t == NULL) return REDCOLL_ENOMEM;
   if (!admissible(call, t)) return REDCOLL_ENOTSUP;
   redcoll__hier *h = c->hier;
-  refresh(c, h->intra, local_alpha(c), local_beta(c));
+  refresh(c, h->intra, intra_alpha(c), local_beta(c));
   refresh(c, h->inter, c->cost_alpha, c->cost_beta);
   *out = h;
   return REDCOLL_OK;
