@@ -28,7 +28,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 dir=${BUILD:-build-tsan}
-tests=${TSAN_TESTS:-threads comms tcp_comms push mock nonblocking_sim conformance soak shm_queue shm tcp_nb:raw_threads,threads_nb,raw_uv shm_nb:thread_shm,thread_tcp_hosts,mixed_tcp_hosts,raw_tcp_hosts hier}
+tests=${TSAN_TESTS:-threads comms tcp_comms push mock nonblocking_sim conformance soak shm_queue shm tcp_nb:raw_threads,threads_nb,raw_uv shm_nb:thread_shm,thread_tcp_hosts,mixed_tcp_hosts,raw_tcp_hosts hier pipeline:results,nonblocking,dies_midway,tcp}
 soak_iters=${TSAN_SOAK_ITERS:-1000}
 
 # A compiler whose TSan builds and runs a threaded program on this machine
