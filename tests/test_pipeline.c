@@ -297,9 +297,10 @@ static int tcp_rank(redcoll_comm *c, void *arg) {
 
 /* Over TCP alone, and through shared memory (every rank on this host: its
  * sends finish only once received).  Not yet mixed (shared memory between
- * some ranks, TCP between the others): there a linear reduce with 64 KiB
- * pieces at p = 3 hung once (the root waited for a piece from its
- * shared-memory peer; docs/tuning.md). */
+ * some ranks, TCP between the others): there a ring reduce with 1 KiB
+ * pieces at p = 3 hung once (the root waited 60 s for rank 0's block,
+ * which rank 0 sends after its piped reduce-scatter steps;
+ * docs/tuning.md). */
 static void tcp(void) {
   for (int mode = 0; mode < 2; mode++)
     for (int p = 2; p <= 4; p++) {
