@@ -50,7 +50,7 @@ static void on_connect(uv_connect_t *req, int status) {
     if (gone && t->auth && !p->probe) {
       /* As a close during the authentication: the usual reason is that
        * the peer gave up on a failed authentication of its own. */
-      redcoll__tcp_auth_fail(t, q, "closed the connection before answering it and is gone (has "
+      redcoll__tcp_auth_fail(t, q, "closed the connection during the authentication and is gone (has "
                                    "it the same secret?)");
       return;
     }
