@@ -432,6 +432,19 @@ static int cpu_rank(redcoll_comm *c, void *arg) {
   return rc;
 }
 
+/* The simulator with hosts of T consecutive ranks: 1 per message and 1e-3
+ * per byte between hosts, 0.1 and 1e-5 inside one. */
+static redcoll_mock_config hosts_cfg(uint32_t T) {
+  redcoll_mock_config cfg;
+  redcoll_mock_config_init(&cfg);
+  cfg.ranks_per_host = T;
+  cfg.alpha = 1;
+  cfg.beta = 1e-3;
+  cfg.local_alpha = 0.1;
+  cfg.local_beta = 1e-5;
+  return cfg;
+}
+
 static void auto_cpus(void) {
   const struct {
     double f;
@@ -441,13 +454,7 @@ static void auto_cpus(void) {
               {2, REDCOLL_ALGO_LINEAR, REDCOLL_ALGO_TWO_LEVEL},
               {8, REDCOLL_ALGO_LINEAR, REDCOLL_ALGO_TWO_LEVEL}};
   for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
-    redcoll_mock_config cfg;
-    redcoll_mock_config_init(&cfg);
-    cfg.ranks_per_host = 3;
-    cfg.alpha = 1;
-    cfg.beta = 1e-3;
-    cfg.local_alpha = 0.1;
-    cfg.local_beta = 1e-5;
+    redcoll_mock_config cfg = hosts_cfg(3);
     cpu_arg a = {want[k].f, REDCOLL_ALGO_AUTO, REDCOLL_ALGO_AUTO, NULL};
     CHECK_INT(redcoll_mock_run(12, &cfg, cpu_rank, &a, NULL), REDCOLL_OK);
     CHECK_MSG(a.small == want[k].small && a.big == want[k].big, "f %g: %s and %s", want[k].f,
@@ -466,13 +473,7 @@ static void auto_cpus(void) {
   FILE *f = fdopen(fd, "w");
   fprintf(f, "mock 1 0.001 0 1.5 1e-05\n");
   fclose(f);
-  redcoll_mock_config cfg;
-  redcoll_mock_config_init(&cfg);
-  cfg.ranks_per_host = 3;
-  cfg.alpha = 1;
-  cfg.beta = 1e-3;
-  cfg.local_alpha = 0.1;
-  cfg.local_beta = 1e-5;
+  redcoll_mock_config cfg = hosts_cfg(3);
   cpu_arg a = {0, REDCOLL_ALGO_AUTO, REDCOLL_ALGO_AUTO, path};
   CHECK_INT(redcoll_mock_run(12, &cfg, cpu_rank, &a, NULL), REDCOLL_OK);
   unlink(path);
@@ -508,13 +509,7 @@ static int bfly_rank(redcoll_comm *c, void *arg) {
 }
 
 static double bfly_time(size_t count, redcoll_algo algo, redcoll_algo *chosen) {
-  redcoll_mock_config cfg;
-  redcoll_mock_config_init(&cfg);
-  cfg.ranks_per_host = 4;
-  cfg.alpha = 1;
-  cfg.beta = 1e-3;
-  cfg.local_alpha = 0.1;
-  cfg.local_beta = 1e-5;
+  redcoll_mock_config cfg = hosts_cfg(4);
   redcoll_mock_stats st[16];
   bfly_arg a = {count, algo, REDCOLL_ALGO_AUTO};
   CHECK_INT(redcoll_mock_run(16, &cfg, bfly_rank, &a, st), REDCOLL_OK);

@@ -283,16 +283,19 @@ static size_t seg_size(const redcoll_comm *c, size_t len, size_t es) {
   return seg == 0 || len / 2 < seg ? 0 : seg;
 }
 
+/* How many pieces a direction of len bytes goes in (seg 0: whole, one). */
+static size_t seg_count(size_t len, size_t seg) { return seg == 0 ? 1 : (len + seg - 1) / seg; }
+
 /* Piece j of a direction of len bytes cut into segments of seg bytes (0:
  * whole): its offset and length; 0 if there is no piece j. */
 static int seg_piece(size_t len, size_t seg, size_t j, size_t *off, size_t *n) {
+  size_t k = seg_count(len, seg);
+  if (j >= k) return 0;
   if (seg == 0) {
     *off = 0;
     *n = len;
-    return j == 0;
+    return 1;
   }
-  size_t k = (len + seg - 1) / seg;
-  if (j >= k) return 0;
   *off = j * seg;
   *n = j + 1 < k ? seg : len - j * seg;
   return 1;
@@ -375,9 +378,7 @@ int redcoll__sendrecv_reduce(const redcoll__call *call, int dst, const void *sbu
   redcoll_comm *c = call->comm;
   size_t es = call->esize;
   size_t sseg = dst >= 0 ? seg_size(c, slen, es) : 0, rseg = src >= 0 ? seg_size(c, rlen, es) : 0;
-  size_t k = 1, ks = sseg ? (slen + sseg - 1) / sseg : 1, kr = rseg ? (rlen + rseg - 1) / rseg : 1;
-  if (ks > k) k = ks;
-  if (kr > k) k = kr;
+  size_t ks = seg_count(slen, sseg), kr = seg_count(rlen, rseg), k = ks > kr ? ks : kr;
   int posts = c->ops->version >= 4 && c->ops->post != NULL && c->ops->progress != NULL &&
               (c->nb == NULL || redcoll__fiber_current() != &c->nb->fiber);
   if (k == 1 || !posts) {
