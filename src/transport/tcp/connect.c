@@ -105,6 +105,7 @@ static void on_connect(uv_connect_t *req, int status) {
     return;
   }
   t->ctl_pending++;
+  c->hello_sent = 1;
   /* Reading an outgoing connection only ever yields the answer to the
    * HELLO, the authentication, BYE, CANCEL, CLOSE or the end. */
   redcoll__tcp_conn_read_start(c);

@@ -100,8 +100,15 @@ static void drop_partial(redcoll__tcp *t, int q, redcoll__tcp_pchan *pc) {
 /* Makes one direction (or both) of peer q unusable: pending and later
  * operations that need it fail.  Messages already kept whole from it can
  * still be received. */
+int redcoll__tcp_loss_status(const redcoll__tcp *t, int q) {
+  return t->peers[q].left_aborted ? REDCOLL_EABORTED : REDCOLL_ETRANSPORT;
+}
+
 void redcoll__tcp_peer_fail(redcoll__tcp *t, int q, int status, int dirs) {
   redcoll__tcp_peer *p = &t->peers[q];
+  /* A peer that said it left after an abort: its connections end because
+   * it left, and the abort is the cause to report. */
+  if (status == REDCOLL_ETRANSPORT && p->left_aborted) status = REDCOLL_EABORTED;
   if (dirs & DIR_SEND) {
     set_err(&p->err_send, status);
     fail_sends(t, q, 1, 0, status);
@@ -115,8 +122,30 @@ void redcoll__tcp_peer_fail(redcoll__tcp *t, int q, int status, int dirs) {
   }
 }
 
+void redcoll__tcp_peer_left_aborted(redcoll__tcp *t, int q, int dirs) {
+  uint64_t why;
+  int from = redcoll__tcp_bye_abort(t->peers[q].bye_tag, &why);
+  if (from < 0)
+    redcoll__tcp_peer_lost(t, q, REDCOLL_EABORTED, dirs, "rank %d left after its communicator broke",
+                           q);
+  else if (((why >> 32) & 0xff) == 1)
+    redcoll__tcp_peer_lost(t, q, REDCOLL_EABORTED, dirs,
+                           "rank %d left after an abort: rank %d's authentication with rank %d "
+                           "failed (not the same REDCOLL_SECRET?)",
+                           q, from, (int)(why >> 40));
+  else
+    redcoll__tcp_peer_lost(t, q, REDCOLL_EABORTED, dirs,
+                           "rank %d left after an abort: rank %d aborted with status %d (%s)", q,
+                           from, (int)(int32_t)(uint32_t)why,
+                           redcoll_status_name((int)(int32_t)(uint32_t)why));
+}
+
 void redcoll__tcp_peer_lost(redcoll__tcp *t, int q, int status, int dirs, const char *fmt, ...) {
   redcoll__tcp_peer *p = &t->peers[q];
+  if (status == REDCOLL_ETRANSPORT && p->left_aborted) {
+    redcoll__tcp_peer_left_aborted(t, q, dirs);
+    return;
+  }
   if (!p->lost_logged) {
     char msg[sizeof p->lost_why - 24];
     va_list ap;

@@ -19,6 +19,15 @@ void redcoll__tcp_peer_fail(redcoll__tcp *t, int q, int status, int dirs);
  * other channels and peers go on. */
 void redcoll__tcp_peer_lost(redcoll__tcp *t, int q, int status, int dirs, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
+/* Peer q said it left after an abort (its BYE's tag in bye_tag): the
+ * directions dirs fail with REDCOLL_EABORTED and the abort as the reason.
+ * A connection of such a peer that ends later, in whatever way, is
+ * reported the same (peer_fail and peer_lost turn ETRANSPORT into this). */
+void redcoll__tcp_peer_left_aborted(redcoll__tcp *t, int q, int dirs);
+/* The status of an operation with peer q that its connection's end broke:
+ * REDCOLL_EABORTED once q said it left after an abort, else
+ * REDCOLL_ETRANSPORT. */
+int redcoll__tcp_loss_status(const redcoll__tcp *t, int q);
 /* Logs (once, at level error) why peer q was lost, if it was: for the first
  * call that needs it. */
 void redcoll__tcp_peer_why(redcoll__tcp *t, int q);

@@ -51,6 +51,7 @@ static void accept_peer(redcoll__tcp_conn *c, int q) {
   c->ready = 1;
   p->ever = 1;
   p->probe = 0;
+  redcoll__tcp_bye_if_leaving(c, q);
   if (p->in != NULL) {
     c->ctl_only = 1;
     redcoll__log(3, "tcp rank %d: rank %d opened a control connection", t->rank, q);
@@ -76,6 +77,7 @@ void redcoll__tcp_auth_arrived(redcoll__tcp_conn *c) {
                           c->nonce_mine, c->claimed, t->rank);
     c->auth_step = REDCOLL__AUTH_C3;
     redcoll__tcp_ctl_write_bytes(c, fr, sizeof fr, 0);
+    redcoll__tcp_bye_if_leaving(c, c->claimed);
     return;
   }
   case REDCOLL__AUTH_S2: { /* client: check the server, answer its challenge */

@@ -259,26 +259,6 @@ void redcoll__tcp_pump_all(redcoll__tcp *t) {
     if (q != t->rank && t->peers[q].in != NULL) redcoll__tcp_rx_pump(t->peers[q].in);
 }
 
-/* Peer q left after an abort (its BYE's tag in bye_tag): the directions
- * dirs fail with REDCOLL_EABORTED and the abort as the reason. */
-static void left_after_abort(redcoll__tcp *t, int q, int dirs) {
-  uint64_t why;
-  int from = redcoll__tcp_bye_abort(t->peers[q].bye_tag, &why);
-  if (from < 0)
-    redcoll__tcp_peer_lost(t, q, REDCOLL_EABORTED, dirs, "rank %d left after its communicator broke",
-                           q);
-  else if (((why >> 32) & 0xff) == 1)
-    redcoll__tcp_peer_lost(t, q, REDCOLL_EABORTED, dirs,
-                           "rank %d left after an abort: rank %d's authentication with rank %d "
-                           "failed (not the same REDCOLL_SECRET?)",
-                           q, from, (int)(why >> 40));
-  else
-    redcoll__tcp_peer_lost(t, q, REDCOLL_EABORTED, dirs,
-                           "rank %d left after an abort: rank %d aborted with status %d (%s)", q,
-                           from, (int)(int32_t)(uint32_t)why,
-                           redcoll_status_name((int)(int32_t)(uint32_t)why));
-}
-
 /* Rank q said goodbye (BYE, redcoll__tcp_bye_tag): whether its data
  * connection to this rank is still open, and whether it left after an
  * abort, and whose. */
@@ -293,7 +273,7 @@ static void peer_said_bye(redcoll__tcp *t, int q, uint64_t tag) {
      * first: receives fail only once its data connection ends. */
     p->left_aborted = 1;
     p->bye_tag = tag;
-    left_after_abort(t, q, has_out || p->in != NULL ? DIR_SEND : DIR_BOTH);
+    redcoll__tcp_peer_left_aborted(t, q, has_out || p->in != NULL ? DIR_SEND : DIR_BOTH);
     return;
   }
   if (!has_out && p->in == NULL) {
@@ -316,7 +296,7 @@ static void peer_closed_group(redcoll__tcp *t, int q, uint64_t g) {
                     "rank waits for a message from it there", t->rank, q, (unsigned long long)g);
     pc->rx = NULL;
     r->done = 1;
-    r->status = REDCOLL_ETRANSPORT;
+    r->status = redcoll__tcp_loss_status(t, q);
   }
 }
 
@@ -349,15 +329,31 @@ void redcoll__tcp_conn_lost(redcoll__tcp_conn *c, int uverr) {
   }
   if (q < 0 || (!c->ready && c->out)) {
     if (c->out && q >= 0 && c->auth_step != 0 && !c->abort_after_hello && !c->refused) {
+      int data = t->peers[q].out == c;
       redcoll__tcp_conn_close(c);
-      redcoll__tcp_auth_fail(
-          t, q, "closed the connection during authentication (has it the same secret?)");
+      if (!t->peers[q].said_bye)
+        redcoll__tcp_auth_fail(
+            t, q, "closed the connection during authentication (has it the same secret?)");
+      else if (data) /* it left: not the secret's fault */
+        redcoll__tcp_peer_lost(t, q, REDCOLL_ETRANSPORT, DIR_SEND,
+                               "rank %d (%s) left while this rank's connection was being set up",
+                               q, redcoll__tcp_peer_addr(t, q, a, sizeof a));
       return;
     }
-    if (!c->out && c->auth_step != 0 && !c->refused)
-      redcoll__log(1, "tcp rank %d: a connection claiming to be rank %d closed during "
-                      "authentication", t->rank, c->claimed);
+    int claimed = !c->out && c->auth_step != 0 && !c->refused ? c->claimed : -1;
     redcoll__tcp_conn_close(c);
+    if (claimed < 0) return;
+    redcoll__tcp_peer *p = &t->peers[claimed];
+    if (p->said_bye && p->in == NULL) {
+      /* Its data connection, which its goodbye said to read, ended before
+       * it was set up: nothing comes from it. */
+      redcoll__log(3, "tcp rank %d: rank %d left while its connection was being set up",
+                   t->rank, claimed);
+      redcoll__tcp_peer_fail(t, claimed, REDCOLL_ETRANSPORT, DIR_RECV);
+    } else {
+      redcoll__log(1, "tcp rank %d: a connection claiming to be rank %d closed during "
+                      "authentication", t->rank, claimed);
+    }
     return;
   }
   if (c->ctl_only) { /* carried no data: nothing depends on it */
@@ -374,8 +370,7 @@ void redcoll__tcp_conn_lost(redcoll__tcp_conn *c, int uverr) {
       redcoll__log(3, "tcp rank %d: rank %d closed its %s connection", t->rank, q,
                    c->out ? "incoming" : "outgoing");
     redcoll__tcp_conn_close(c);
-    if (t->peers[q].left_aborted) left_after_abort(t, q, c->out ? DIR_SEND : DIR_RECV);
-    else redcoll__tcp_peer_fail(t, q, REDCOLL_ETRANSPORT, c->out ? DIR_SEND : DIR_RECV);
+    redcoll__tcp_peer_fail(t, q, REDCOLL_ETRANSPORT, c->out ? DIR_SEND : DIR_RECV);
     return;
   }
   redcoll__tcp_conn_close(c);

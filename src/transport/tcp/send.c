@@ -22,7 +22,7 @@ static void on_send_written(uv_write_t *req, int status) {
   if (status == 0) {
     s->status = REDCOLL_OK;
   } else {
-    s->status = REDCOLL_ETRANSPORT;
+    s->status = t != NULL ? redcoll__tcp_loss_status(t, s->dst) : REDCOLL_ETRANSPORT;
     if (t != NULL && status != UV_ECANCELED) {
       char a[64];
       redcoll__tcp_peer_lost(t, s->dst, REDCOLL_ETRANSPORT, DIR_SEND,
@@ -68,7 +68,7 @@ void redcoll__tcp_send_queue(redcoll__tcp *t, redcoll__tcp_send *s) {
   r = uv_write(&s->req, (uv_stream_t *)&c->h, bp, nb, on_send_written);
   if (r != 0) {
     s->done = 1;
-    s->status = REDCOLL_ETRANSPORT;
+    s->status = redcoll__tcp_loss_status(t, s->dst);
     char a[64];
     redcoll__tcp_peer_lost(t, s->dst, REDCOLL_ETRANSPORT, DIR_SEND, "cannot send to rank %d (%s): %s",
                            s->dst, redcoll__tcp_peer_addr(t, s->dst, a, sizeof a), uv_strerror(r));
@@ -117,12 +117,22 @@ void redcoll__tcp_out_ready(redcoll__tcp_conn *c) {
       if (g->cancelled && g->from == t->rank)
         redcoll__tcp_ctl_send_ch(c, REDCOLL__FR_CANCEL, g->why, g->group);
   }
-  if (p->out != c) return;
-  while (p->txq != NULL) {
-    redcoll__tcp_send *s = p->txq;
-    p->txq = s->next;
-    s->next = NULL;
-    redcoll__tcp_send_queue(t, s);
+  if (p->out == c) {
+    while (p->txq != NULL) {
+      redcoll__tcp_send *s = p->txq;
+      p->txq = s->next;
+      s->next = NULL;
+      redcoll__tcp_send_queue(t, s);
+    }
+    p->txq_tail = NULL;
   }
-  p->txq_tail = NULL;
+  redcoll__tcp_bye_if_leaving(c, c->peer);
+}
+
+void redcoll__tcp_bye_if_leaving(redcoll__tcp_conn *c, int q) {
+  redcoll__tcp *t = c->t;
+  if (!t->leaving || c->bye_sent || c->closing) return;
+  const redcoll__tcp_conn *o = t->peers[q].out;
+  c->bye_sent = 1;
+  redcoll__tcp_ctl_send(c, REDCOLL__FR_BYE, redcoll__tcp_bye_tag(t, o != NULL && !o->closing && o->hello_sent));
 }

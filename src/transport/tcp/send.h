@@ -12,5 +12,11 @@ void redcoll__tcp_send_queue(redcoll__tcp *t, redcoll__tcp_send *s);
 int redcoll__tcp_send_detach(redcoll__tcp_send *s);
 /* An outgoing connection is set up (and authenticated): use it. */
 void redcoll__tcp_out_ready(redcoll__tcp_conn *c);
+/* While this rank destroys its communicator (t->leaving): says BYE to rank
+ * q on c, once, after what the set-up wrote on it.  A connection that a
+ * peer takes for set up gets one before it closes, so the peer learns of
+ * the leaving (and of an abort it followed) before the end of any of this
+ * rank's connections. */
+void redcoll__tcp_bye_if_leaving(redcoll__tcp_conn *c, int q);
 
 #endif /* REDCOLL_TCP_SEND_H */

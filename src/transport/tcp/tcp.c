@@ -829,6 +829,20 @@ static void tcp_free(redcoll__tcp *t) {
   free(t);
 }
 
+/* The peer that may take connection c for set up, to say BYE to at
+ * destroy; -1 if none.  The peer does so once it has identified this rank
+ * on it (an outgoing connection: at its HELLO without a secret, at the
+ * last step of the authentication with one) or once this rank has (an
+ * incoming one; with a secret also when this rank has answered the
+ * challenge, so the peer is set up once it checks the answer).  The BYE
+ * goes after whatever the set-up wrote; nothing of the set-up follows. */
+static int bye_peer(const redcoll__tcp *t, const redcoll__tcp_conn *c) {
+  if (c->closing || c->refused) return -1;
+  if (c->peer >= 0 && (c->ready || (c->out && c->hello_sent && !t->auth))) return c->peer;
+  if (!c->out && c->peer < 0 && t->auth && c->auth_step == REDCOLL__AUTH_C3) return c->claimed;
+  return -1;
+}
+
 static void tcp_destroy(void *impl) {
   redcoll__tcp *t = impl;
   if (t == NULL) return;
@@ -838,15 +852,14 @@ static void tcp_destroy(void *impl) {
   }
   if (t->mu_init) pthread_mutex_lock(&t->mu);
   drop_posted(t);
-  /* Say goodbye on every live connection so that peers still at work
-   * can tell a normal close from a crash. */
+  /* Say goodbye on every connection the peer may take for set up, so that
+   * peers still at work can tell a normal close from a crash and learn of
+   * an abort before any of this rank's connections ends.  Connections
+   * whose set-up completes from now on say it then (bye_if_leaving). */
+  t->leaving = 1;
   for (redcoll__tcp_conn *c = t->conns.next; c != &t->conns; c = c->next) {
-    if (!c->ready || c->closing || c->peer < 0) continue;
-    /* The tag says whether this rank's data connection to that peer
-     * is open (the peer should read it to its end before giving up on
-     * it), and whether and why this rank was aborted. */
-    const redcoll__tcp_conn *o = t->peers[c->peer].out;
-    redcoll__tcp_ctl_send(c, REDCOLL__FR_BYE, redcoll__tcp_bye_tag(t, o != NULL && !o->closing));
+    int q = bye_peer(t, c);
+    if (q >= 0) redcoll__tcp_bye_if_leaving(c, q);
   }
   if (t->ext) {
     /* The embedder's loop: destroy may come from inside its callbacks,

@@ -94,6 +94,8 @@ struct redcoll__tcp_conn {
   int paused;        /* stopped reading until its next turn */
   unsigned char hello[2 * REDCOLL__TCP_HDR + REDCOLL__TCP_HELLO_LEN + REDCOLL__AUTH_NONCE];
   uv_write_t hello_req;
+  int hello_sent; /* out: the HELLO (and first AUTH step) is written or queued */
+  int bye_sent;   /* this rank said BYE on it (it is leaving) */
   redcoll__tcp_conn *next, *prev;
 };
 
@@ -279,6 +281,7 @@ struct redcoll__tcp {
   /* Frees t (tcp.c): called by the last close callback once dying. */
   void (*gone)(struct redcoll__tcp *t);
   int auth;                /* a secret is set: connections authenticate */
+  int leaving;             /* destroy has begun: connections set up now say BYE */
   unsigned char key[32];   /* SHA-256 of the secret */
 };
 
