@@ -295,18 +295,18 @@ static int tcp_rank(redcoll_comm *c, void *arg) {
   return rc;
 }
 
-/* Over TCP alone, and through shared memory (every rank on this host: its
- * sends finish only once received).  Not yet mixed (shared memory between
- * some ranks, TCP between the others): there a ring reduce with 1 KiB
- * pieces at p = 3 hung once (the root waited 60 s for rank 0's block,
- * which rank 0 sends after its piped reduce-scatter steps;
- * docs/tuning.md). */
+/* Over TCP alone, through shared memory (every rank on this host: its
+ * sends finish only once received), and mixed (ranks alternate between
+ * two fake hosts: shared memory between some, TCP between the others, so
+ * one piped step sends over one path and receives over the other). */
 static void tcp(void) {
-  for (int mode = 0; mode < 2; mode++)
+  static const char *hosts[] = {"pipe-a", "pipe-b"};
+  for (int mode = 0; mode < 3; mode++)
     for (int p = 2; p <= 4; p++) {
       tcp_run_opts o;
       memset(&o, 0, sizeof o);
       o.shm = mode > 0;
+      for (int r = 0; mode == 2 && r < p; r++) o.shm_hosts[r] = hosts[r % 2];
       CHECK_MSG(tcp_run_opts_run(p, tcp_rank, NULL, &o) == 0, "mode %d, p %d", mode, p);
     }
 }

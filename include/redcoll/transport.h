@@ -274,7 +274,10 @@ typedef struct redcoll_transport_ops {
    * The core calls close and destroy only when no op of theirs is posted.
    * send and recv are never both NULL, except for a yield on a transport
    * with REDCOLL_TRANSPORT_CAP_YIELD.  post and progress need both or
-   * neither. */
+   * neither.  Sends to one peer on one channel may be posted several at
+   * once; receives from one peer on one channel the core posts one at a
+   * time (the next once the last has finished), and a transport may refuse
+   * a second one while the first is posted (TCP does, REDCOLL_EINVAL). */
   int (*post)(void *impl, const redcoll_transport_ctx *ctx, const redcoll_transport_msg *send,
               const redcoll_transport_msg *recv, redcoll_transport_op *op);
 

@@ -69,6 +69,8 @@ typedef struct host_impl {
   pthread_t pump;
   pthread_cond_t pump_cv;
   int pump_made, pump_on, pump_quit;
+  int pump_busy;  /* the pump is in the network's progress */
+  int net_direct; /* a thread waits in the network's progress itself */
   uint64_t pump_until;
 } host_impl;
 
@@ -405,10 +407,12 @@ static void *pump_main(void *vp) {
     while (!h->pump_on && !h->pump_quit) pthread_cond_wait(&h->pump_cv, &h->mu);
     if (h->pump_quit) break;
     uint64_t until = h->pump_until, now = h_now(h);
-    pthread_mutex_unlock(&h->mu);
     if (until > now + PUMP_NS) until = now + PUMP_NS;
+    h->pump_busy = 1;
+    pthread_mutex_unlock(&h->mu);
     (void)h->net_ops->progress(h->net, until);
     pthread_mutex_lock(&h->mu);
+    h->pump_busy = 0;
     if (h_now(h) >= h->pump_until) h->pump_on = 0;
   }
   pthread_mutex_unlock(&h->mu);
@@ -434,7 +438,15 @@ static int h_progress(void *impl, uint64_t until_ns) {
     return REDCOLL_OK;
   }
   int ns = h->n_shm, nn = h->n_net, rc = REDCOLL_OK;
-  int pump = until_ns != 0 && ns > 0 && nn > 0;
+  /* A wait drives the network from one thread at a time: this one alone
+   * (net_direct) while nothing waits in shared memory, or else the pump.
+   * Every other waits in shared memory's progress, which the finished
+   * halves kick awake (in_done), whichever thread finished them: a thread
+   * that entered the network's progress after another had delivered its
+   * exchange there would wait for nothing. */
+  int direct = until_ns != 0 && nn > 0 && ns == 0 && !h->net_direct && !h->pump_on &&
+               !h->pump_busy && h->waiting == 0;
+  int pump = until_ns != 0 && nn > 0 && !direct && !h->net_direct;
   if (pump && !h->pump_made) {
     h->pump_made = pthread_create(&h->pump, NULL, pump_main, h) == 0;
     pump = h->pump_made;
@@ -444,23 +456,30 @@ static int h_progress(void *impl, uint64_t until_ns) {
     h->pump_on = 1;
     pthread_cond_signal(&h->pump_cv);
   }
+  if (direct) h->net_direct = 1;
+  int turns = until_ns != 0 && nn > 0 && !pump && !direct && !h->net_direct;
   h->waiting++;
   pthread_mutex_unlock(&h->mu);
-  if (until_ns == 0 || (nn > 0 && ns > 0 && !pump)) {
+  if (until_ns == 0 || turns) {
     /* A pass of each (or, without a pump, short turns of each). */
     uint64_t turn = until_ns == 0 ? 0 : h_now(h) + REDCOLL__SHM_LIVE_NS / 5;
     if (turn > until_ns) turn = until_ns;
     (void)redcoll__shm_progress_since(h->shm, 0, kick0);
     rc = h->net_ops->progress(h->net, turn);
-  } else if (nn > 0 && ns == 0) {
+  } else if (direct) {
     rc = h->net_ops->progress(h->net, until_ns);
   } else {
-    /* Shared memory only, both with the pump, or nothing yet (a post
-     * kicks it). */
+    /* Shared memory, with the network on the pump or on another thread's
+     * direct wait, or nothing yet (a post kicks it). */
     (void)redcoll__shm_progress_since(h->shm, until_ns, kick0);
   }
   pthread_mutex_lock(&h->mu);
   h->waiting--;
+  if (direct) {
+    h->net_direct = 0;
+    /* Those waiting in shared memory for the network drive it now. */
+    if (h->waiting > 0) redcoll__shm_kick(h->shm);
+  }
   if (pump && h->waiting == 0) h->pump_on = 0;
   h_deliver(h);
   pthread_mutex_unlock(&h->mu);
