@@ -2,7 +2,8 @@
 # redcoll-bench: REDCOLL_ALGO_<COLL> from the environment is what runs when
 # --algo is not given (it used to be overridden by AUTO), --algo wins over
 # it, the half-precision dtypes run with their results checked, and scan,
-# exscan, exscan_total and alltoall run with every algorithm.
+# exscan, exscan_total and alltoall run with every algorithm, and
+# --settle-ms is parsed and honoured.
 set -u
 bench=$1
 fail=0
@@ -31,5 +32,14 @@ for coll in sendrecv send; do
   [ "$(echo "$out" | grep -c "^redcoll,$coll,3,.*,-$")" -eq 4 ] || die "$coll: $out"
 done
 run --dtype f8 > /dev/null 2>&1 && die "an unknown dtype was accepted"
+# the first point's settling warm-up: a duration in ms, 0 turns it off; it
+# takes as long as asked (at least 300 ms here), and the ranks agree on it
+run --settle-ms x > /dev/null 2>&1 && die "--settle-ms x was accepted"
+t0=$(date +%s%N)
+out=$(run --settle-ms 300 --sizes 8:8) || die "--settle-ms 300: exit $?"
+t1=$(date +%s%N)
+[ $(( (t1 - t0) / 1000000 )) -ge 300 ] || die "--settle-ms 300 took $(( (t1 - t0) / 1000000 )) ms"
+[ "$(echo "$out" | wc -l)" -eq 1 ] || die "--settle-ms 300: $out"
+out=$(run --settle-ms 0) || die "--settle-ms 0: exit $?"
 [ $fail -eq 0 ] && echo "bench_cli: ok"
 exit $fail

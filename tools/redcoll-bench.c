@@ -2,7 +2,8 @@
  * redcoll-bench: times a collective on a real transport.
  *
  *   redcoll-bench [--transport threads|tcp|shm] [--np P] [--coll allreduce] [--algo auto|NAME|all]
- *                 [--sizes 8:16M] [--factor 8] [--iters 20] [--warmup 3] [--dtype f32]
+ *                 [--sizes 8:16M] [--factor 8] [--iters 20] [--warmup 3] [--settle-ms 100]
+ *                 [--dtype f32]
  *                 [--dup] [--threads T] [--no-header]
  *
  * --algo takes one name, a comma-separated list (two_level,ring,auto), or
@@ -25,9 +26,10 @@
  * instead (redcoll_shm_comm_create_from_env, Linux).
  *
  * For every size (bytes, from A to B multiplying by --factor) and every
- * algorithm, each rank runs the warm-up iterations and then the timed ones,
+ * algorithm, each rank runs the warm-up iterations and then the timed ones
+ * (at the run's first point, before them, untimed calls for --settle-ms),
  * every iteration preceded by a barrier; an iteration's time is the slowest
- * rank's.  The result of the very first call is checked on every rank
+ * rank's.  The result of each point's first warm-up call is checked on every rank
  * against the exact expected value; a wrong result stops the run with exit
  * status 1.  Rank 0 prints one CSV line per (size, algorithm):
  *
@@ -74,7 +76,7 @@ typedef struct bench_opts {
   int algo_given; /* --algo: else REDCOLL_ALGO_<COLL> from the environment or AUTO */
   size_t min_bytes, max_bytes;
   size_t factor;
-  int iters, warmup;
+  int iters, warmup, settle_ms;
   redcoll_dtype dt;
   int header;
   int dup; /* --dup: on redcoll_comm_dup of the communicator */
@@ -95,7 +97,7 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: redcoll-bench [--transport threads|tcp|shm] [--np P] [--coll COLL]\n"
           "                     [--algo auto|NAME|all] [--sizes MIN:MAX] [--factor F]\n"
-          "                     [--iters N] [--warmup N] [--dtype f32|f64|f16|bf16|i32|i64] [--dup]\n"
+          "                     [--iters N] [--warmup N] [--settle-ms MS] [--dtype f32|f64|f16|bf16|i32|i64] [--dup]\n"
           "                     [--threads T] [--no-header]\n"
           "  COLL: allreduce (default), reduce, reduce_scatter_block, allgather, bcast,\n"
           "        scan, exscan, exscan_total, alltoall (sizes: the whole vector; for\n"
@@ -345,8 +347,26 @@ static size_t check(const bench_opts *o, int me, int p, size_t count, const bufs
 /* Runs one (size, algorithm) point on this rank.  Returns a status; a wrong
  * result is reported and counted in st->failed (every rank agrees on it
  * through an allreduce). */
+/* The run's first point runs untimed for --settle-ms at least, before its
+ * warm-up: processes started together are slower for a while (at 64 KiB,
+ * p = 4, shared memory, 6.6 x for about 50 ms after the start).  Batches
+ * of calls that double, until the slowest rank has spent settle_ms: every
+ * rank runs as many. */
+static int settle(redcoll_comm *c, const bench_opts *o, size_t count, bufs *b) {
+  double t0 = stats_now(), want = o->settle_ms * 1e-3;
+  for (int batch = 1;; batch = batch < 4096 ? 2 * batch : batch) {
+    double el = stats_now() - t0, slowest = 0;
+    int rc = redcoll_allreduce(c, &el, &slowest, 1, REDCOLL_FLOAT64, REDCOLL_MAX);
+    if (rc != REDCOLL_OK || slowest >= want) return rc;
+    for (int i = 0; i < batch; i++) {
+      if ((rc = redcoll_barrier(c)) != REDCOLL_OK || (rc = run_coll(c, o, count, b)) != REDCOLL_OK)
+        return rc;
+    }
+  }
+}
+
 static int bench_point(redcoll_comm *c, bench_state *st, redcoll_algo algo, size_t bytes,
-                       bufs *b, double *times, double *all) {
+                       bufs *b, double *times, double *all, int *settled) {
   const bench_opts *o = st->o;
   int me = redcoll_comm_rank(c), p = redcoll_comm_size(c);
   size_t count = count_for(o, p, bytes);
@@ -356,7 +376,12 @@ static int bench_point(redcoll_comm *c, bench_state *st, redcoll_algo algo, size
                : REDCOLL_OK;
   if (rc != REDCOLL_OK) return rc;
   fill_inputs(o, me, p, count, b);
-  int n = o->warmup + o->iters;
+  if (!*settled && o->settle_ms > 0) {
+    *settled = 1;
+    if ((rc = settle(c, o, count, b)) != REDCOLL_OK) return rc;
+    fill_inputs(o, me, p, count, b); /* bcast overwrote its input */
+  }
+  int warm = o->warmup, n = warm + o->iters;
   redcoll_algo ran = REDCOLL_ALGO_AUTO;
   for (int it = 0; it < n; it++) {
     rc = redcoll_barrier(c);
@@ -383,7 +408,7 @@ static int bench_point(redcoll_comm *c, bench_state *st, redcoll_algo algo, size
       }
       fill_inputs(o, me, p, count, b); /* bcast overwrote its input */
     }
-    if (it >= o->warmup) times[it - o->warmup] = t;
+    if (it >= warm) times[it - warm] = t;
   }
   /* An iteration lasts as long as its slowest rank. */
   rc = redcoll_allreduce(c, times, all, (size_t)o->iters, REDCOLL_FLOAT64, REDCOLL_MAX);
@@ -450,13 +475,14 @@ static int rank_body(redcoll_comm *c, bench_state *st) {
     printf("impl,coll,p,bytes,median_us,p99_us,algbw_GBps,busbw_GBps,algo\n");
     fflush(stdout);
   }
+  int settled = 0; /* this rank's first point has warmed up for --settle-ms */
   for (size_t bytes = o->min_bytes;; bytes *= o->factor) {
     int n_algos = o->nlist > 0 && !o->p2p ? o->nlist : REDCOLL_ALGO_COUNT;
     for (int k = (o->all_algos || o->nlist > 0) && !o->p2p ? (o->nlist > 0 ? 0 : 1) : (int)o->algo;
          k < n_algos; k++) {
       int a = o->nlist > 0 && !o->p2p ? (int)o->list[k] : k;
       if (!o->p2p && !redcoll_algo_is_supported(o->coll, (redcoll_algo)a)) continue;
-      rc = bench_point(c, st, (redcoll_algo)a, bytes, &b, times, all);
+      rc = bench_point(c, st, (redcoll_algo)a, bytes, &b, times, all, &settled);
       if (rc == REDCOLL_ENOTSUP && (o->all_algos || o->nlist > 0) &&
           redcoll_comm_error(c) == REDCOLL_OK) {
         rc = REDCOLL_OK; /* this algorithm does not apply here */
@@ -492,6 +518,7 @@ int main(int argc, char **argv) {
                   .factor = 8,
                   .iters = 20,
                   .warmup = 3,
+                  .settle_ms = 100,
                   .dt = REDCOLL_FLOAT32,
                   .header = 1};
   int np_given = 0;
@@ -570,6 +597,8 @@ int main(int argc, char **argv) {
       bad = parse_int(v, 1, 1 << 24, &o.iters) != 0;
     } else if (strcmp(a, "--warmup") == 0) {
       bad = parse_int(v, 0, 1 << 24, &o.warmup) != 0;
+    } else if (strcmp(a, "--settle-ms") == 0) {
+      bad = parse_int(v, 0, 1 << 20, &o.settle_ms) != 0;
     } else if (strcmp(a, "--dtype") == 0) {
       if (strcmp(v, "f32") == 0) o.dt = REDCOLL_FLOAT32;
       else if (strcmp(v, "f64") == 0) o.dt = REDCOLL_FLOAT64;
