@@ -37,6 +37,7 @@
 
 #include "test.h"
 #include "shm_runner.h"
+#include "../src/transport/shm/shm_int.h"
 #ifdef REDCOLL_TEST_TCP
 #include "tcp_runner.h"
 #endif
@@ -591,13 +592,101 @@ static void tcp_hosts_kill(void) {
   }
   munmap(o, sizeof *o);
 }
+
+static int cpus_rank(redcoll_comm *c, void *arg) {
+  double *out = arg;
+  return redcoll_comm_get_ranks_per_cpu(c, &out[redcoll_comm_rank(c)]);
+}
+
+/* The CPUs this process may run on. */
+static int my_cpus(void) {
+  cpu_set_t set;
+  return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+}
+
+/* Four ranks on two fake hosts of this one kernel share its CPUs: the ranks
+ * per CPU that AUTO's model gets are 4 / the CPUs they may run on together,
+ * on every rank; all four pinned to one CPU, 4.  Without the shared-memory
+ * path (no exchange of identities) the rendezvous table's online count
+ * decides, as before. */
+static void tcp_hosts_cpus(void) {
+  static const char *const two[5] = {"A", "A", "B", "B", NULL};
+  cpu_set_t saved;
+  CHECK_INT(sched_getaffinity(0, sizeof saved, &saved), 0);
+  long online = sysconf(_SC_NPROCESSORS_ONLN);
+  for (int mode = 0; mode < 3; mode++) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(0, &one);
+    if (mode > 0 && sched_setaffinity(0, sizeof one, &one) != 0) {
+      printf("note: cannot pin to CPU 0; the pinned modes did not run\n");
+      break;
+    }
+    double *f = shared_new(4 * sizeof *f);
+    tcp_run_opts opts;
+    hosts_opts(&opts, two);
+    opts.shm = mode != 2;
+    CHECK_MSG(tcp_run_opts_run(4, cpus_rank, f, &opts) == REDCOLL_OK, "mode %d", mode);
+    int cpus = my_cpus();
+    double want = mode == 2 ? (online > 0 ? 4.0 / (double)online : 1) : 4.0 / (double)cpus;
+    if (want < 1) want = 1;
+    for (int r = 0; r < 4; r++)
+      CHECK_MSG(f[r] == want, "mode %d rank %d: ranks per CPU %g, want %g", mode, r, f[r], want);
+    munmap(f, 4 * sizeof *f);
+    CHECK_INT(sched_setaffinity(0, sizeof saved, &saved), 0);
+  }
+}
 #else
+static void tcp_hosts_cpus(void) { printf("note: built without TCP; tcp_hosts_cpus did not run\n"); }
 static void tcp_hosts(void) { printf("note: built without TCP; tcp_hosts did not run\n"); }
 static void tcp_hosts_comms(void) { printf("note: built without TCP; tcp_hosts_comms did not run\n"); }
 static void tcp_hosts_kill(void) { printf("note: built without TCP; tcp_hosts_kill did not run\n"); }
 #endif
 
-TEST_MAIN(TEST(colls_cma), TEST(colls_queue), TEST(comms), TEST(kill9), TEST(sigstop),
+/* The ranks per CPU from the identities' words: per kernel, its ranks over
+ * the union of their CPU masks (or its online CPUs), the busiest kernel's,
+ * at least 1. */
+static void ranks_per_cpu(void) {
+  uint64_t w[8 * ID_WORDS];
+  /* r: rank; k: kernel; online; mask (the first word of it). */
+  struct {
+    int n;
+    uint64_t k[8], online[8], mask[8];
+    double want;
+  } cases[] = {
+      {4, {1, 1, 1, 1}, {2, 2, 2, 2}, {3, 3, 3, 3}, 2},         /* one kernel, 2 CPUs */
+      {4, {1, 1, 1, 1}, {2, 2, 2, 2}, {1, 2, 1, 2}, 2},         /* pinned, one CPU each: union 2 */
+      {6, {1, 1, 1, 1, 1, 1}, {2, 2, 2, 2, 2, 2}, {1, 1, 1, 1, 1, 1}, 6}, /* all on CPU 0 */
+      {4, {1, 1, 1, 2}, {4, 4, 4, 2}, {15, 15, 15, 3}, 1},      /* 0.75 and 0.5: at least 1 */
+      {7, {1, 2, 1, 2, 2, 2, 2}, {2, 2, 2, 2, 2, 2, 2}, {3, 3, 3, 3, 3, 3, 3}, 2.5}, /* busier */
+      {4, {1, 1, 1, 1}, {2, 2, 2, 2}, {0, 0, 0, 0}, 2},         /* no masks: online */
+      {3, {1, 1, 1}, {300, 300, 300}, {1, 1, 1}, 1},            /* more CPUs than masks hold */
+      {2, {1, 1}, {0, 0}, {0, 0}, 1},                           /* nothing known */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    memset(w, 0, sizeof w);
+    for (int r = 0; r < cases[i].n; r++) {
+      w[ID_WORDS * r + ID_HOST] = (uint64_t)r; /* every rank a host of its own */
+      w[ID_WORDS * r + ID_KERNEL] = cases[i].k[r];
+      w[ID_WORDS * r + ID_ONLINE] = cases[i].online[r];
+      w[ID_WORDS * r + ID_MASK] = cases[i].mask[r];
+    }
+    double got = redcoll__shm_ranks_per_cpu(w, cases[i].n);
+    CHECK_MSG(got == cases[i].want, "case %zu: %g, want %g", i, got, cases[i].want);
+  }
+  /* A mask bit beyond the first word counts. */
+  memset(w, 0, sizeof w);
+  for (int r = 0; r < 4; r++) {
+    w[ID_WORDS * r + ID_KERNEL] = 9;
+    w[ID_WORDS * r + ID_ONLINE] = 200;
+    w[ID_WORDS * r + ID_MASK + 3] = (uint64_t)1 << r; /* CPUs 192..195 */
+  }
+  CHECK(redcoll__shm_ranks_per_cpu(w, 4) == 1);
+  w[ID_WORDS * 3 + ID_MASK + 3] = 1; /* rank 3 on CPU 192 too: 4 ranks on 3 CPUs */
+  CHECK(redcoll__shm_ranks_per_cpu(w, 4) == 4.0 / 3.0);
+}
+
+TEST_MAIN(TEST(ranks_per_cpu), TEST(colls_cma), TEST(colls_queue), TEST(comms), TEST(kill9), TEST(sigstop),
           TEST(stale_name), TEST(two_jobs), TEST(name_in_use), TEST(create_timeout),
           TEST(from_env), TEST(bad_config), TEST(tcp_hosts), TEST(tcp_hosts_comms),
-          TEST(tcp_hosts_kill))
+          TEST(tcp_hosts_kill), TEST(tcp_hosts_cpus))

@@ -70,9 +70,14 @@ int redcoll__comm_endpoint(const redcoll_comm *c, const redcoll_transport_ops **
  * every rank alone on its host, one rank): the caller makes its plain
  * communicator;
  * REDCOLL_OK (the new transport owns impl from then on); or an error
- * (impl is still the caller's).  Linux only (REDCOLL_HAVE_SHM). */
+ * (impl is still the caller's).  Linux only (REDCOLL_HAVE_SHM).  Once the
+ * identities are known, before any communicator is made, *ranks_per_cpu
+ * is set to the ranks per CPU on the busiest kernel (ranks that share a
+ * boot id share CPUs, also from hosts of their own: containers, network
+ * namespaces), the same on every rank; untouched if the exchange failed. */
 int redcoll__shm_host_split(const redcoll_transport_ops *ops, void *impl, int rank, int size,
-                            uint64_t job, uint64_t timeout_ms, redcoll_comm **out);
+                            uint64_t job, uint64_t timeout_ms, double *ranks_per_cpu,
+                            redcoll_comm **out);
 /* The impl of ops inside communicator c made by redcoll__shm_host_split,
  * or NULL. */
 void *redcoll__shm_host_inner(const redcoll_comm *c, const redcoll_transport_ops *ops);

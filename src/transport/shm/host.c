@@ -9,8 +9,12 @@
  * memory; a hostname cannot tell two containers of one machine apart, or
  * one machine from its clone.  REDCOLL_SHM_HOST_ID replaces the three (for
  * tests that fake several hosts on one machine).  Every rank sends its
- * host's 16-byte digest to every other by a ring allgather over the network
- * transport, on a channel group of its own that is closed afterwards.
+ * host's 16-byte digest, with its kernel's boot id, CPU count and its own
+ * CPU mask (ID_WORDS in shm_int.h), to every other by a ring allgather over
+ * the network transport, on a channel group of its own that is closed
+ * afterwards.  Ranks of one kernel share its CPUs whatever their hosts
+ * (containers, network namespaces): the ranks per CPU that the core's
+ * model needs come from the busiest kernel.
  *
  * The ranks of one host (in the order of their ranks) make a shared-memory
  * transport whose segment is named after the user, the job id and the
@@ -24,8 +28,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -87,39 +93,56 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n) {
   return h;
 }
 
-static void host_id(uint64_t id[2]) {
-  char buf[160];
+static void host_id(uint64_t *id) {
+  char buf[160], boot[64];
   const char *over = redcoll__env("REDCOLL_SHM_HOST_ID");
+  int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+  ssize_t k = fd >= 0 ? read(fd, boot, sizeof boot) : -1;
+  if (fd >= 0) close(fd);
+  size_t nb = k > 0 ? (size_t)k : 0;
+  if (k <= 0) /* no boot id: this process is a host (and kernel) of its own */
+    nb = (size_t)snprintf(boot, sizeof boot, "pid:%d", (int)getpid());
+  if (nb > sizeof boot) nb = sizeof boot;
   size_t n = 0;
   if (over != NULL) {
     n = (size_t)snprintf(buf, sizeof buf, "override:%s", over);
   } else {
-    int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
-    ssize_t k = fd >= 0 ? read(fd, buf, 64) : -1;
-    if (fd >= 0) close(fd);
-    n = k > 0 ? (size_t)k : 0;
+    memcpy(buf, boot, nb);
+    n = nb;
     struct stat st;
     unsigned long long ino = stat("/proc/self/ns/net", &st) == 0 ? (unsigned long long)st.st_ino : 0;
-    if (k <= 0) /* no boot id: this process is a host of its own */
-      n += (size_t)snprintf(buf + n, sizeof buf - n, "pid:%d", (int)getpid());
     n += (size_t)snprintf(buf + n, sizeof buf - n, ":%llu:%u", ino, (unsigned)getuid());
   }
   if (n > sizeof buf) n = sizeof buf;
-  id[0] = fnv(0xcbf29ce484222325ull, buf, n);
-  id[1] = fnv(0x84222325cbf29ce4ull, buf, n);
+  id[ID_HOST] = fnv(0xcbf29ce484222325ull, buf, n);
+  id[ID_HOST + 1] = fnv(0x84222325cbf29ce4ull, buf, n);
+  id[ID_KERNEL] = fnv(0x9e3779b97f4a7c15ull, boot, nb);
+  long online = sysconf(_SC_NPROCESSORS_ONLN);
+  id[ID_ONLINE] = online > 0 ? (uint64_t)online : 0;
+  cpu_set_t set;
+  memset(&id[ID_MASK], 0, ID_MASK_WORDS * sizeof *id);
+  if (sched_getaffinity(0, sizeof set, &set) == 0)
+    for (int c = 0; c < 64 * ID_MASK_WORDS && c < CPU_SETSIZE; c++)
+      if (CPU_ISSET(c, &set)) id[ID_MASK + c / 64] |= (uint64_t)1 << (c % 64);
 }
 
-/* Every rank's identity into ids (2 words per rank): a ring allgather
- * over the network transport. */
+static int same_host(const uint64_t *ids, int a, int b) {
+  return ids[ID_WORDS * a + ID_HOST] == ids[ID_WORDS * b + ID_HOST] &&
+         ids[ID_WORDS * a + ID_HOST + 1] == ids[ID_WORDS * b + ID_HOST + 1];
+}
+
+/* Every rank's words into ids (ID_WORDS per rank): a ring allgather over
+ * the network transport. */
 static int gather_ids(const redcoll_transport_ops *ops, void *net, int rank, int size,
                       uint64_t *ids) {
-  host_id(&ids[2 * rank]);
+  host_id(&ids[ID_WORDS * rank]);
   redcoll_transport_ctx ctx = {UINT64_MAX, 0, HOST_CHANNEL};
   int right = (rank + 1) % size, left = (rank + size - 1) % size, rc = REDCOLL_OK;
+  size_t len = ID_WORDS * sizeof *ids;
   for (int k = 0; k < size - 1 && rc == REDCOLL_OK; k++) {
     int out = (rank - k + size) % size, in = (rank - k - 1 + size) % size;
-    redcoll_transport_msg s = {right, HOST_TAG + (uint64_t)k, &ids[2 * out], 16};
-    redcoll_transport_msg r = {left, HOST_TAG + (uint64_t)k, &ids[2 * in], 16};
+    redcoll_transport_msg s = {right, HOST_TAG + (uint64_t)k, &ids[ID_WORDS * out], len};
+    redcoll_transport_msg r = {left, HOST_TAG + (uint64_t)k, &ids[ID_WORDS * in], len};
     rc = ops->exchange(net, &ctx, &s, &r);
   }
   ops->close(net, HOST_CHANNEL);
@@ -135,10 +158,38 @@ static uint32_t *number_hosts(const uint64_t *ids, int size) {
   uint32_t n = 0;
   for (int r = 0; r < size; r++) {
     int first = 0;
-    while (ids[2 * first] != ids[2 * r] || ids[2 * first + 1] != ids[2 * r + 1]) first++;
+    while (!same_host(ids, first, r)) first++;
     hosts[r] = first == r ? n++ : hosts[first];
   }
   return hosts;
+}
+
+double redcoll__shm_ranks_per_cpu(const uint64_t *ids, int size) {
+  double worst = 1;
+  for (int r = 0; r < size; r++) {
+    const uint64_t *me = &ids[ID_WORDS * r];
+    int first = 1, n = 0, full = 0;
+    uint64_t mask[ID_MASK_WORDS] = {0}, online = 0;
+    for (int q = 0; q < size && first; q++) {
+      const uint64_t *w = &ids[ID_WORDS * q];
+      if (w[ID_KERNEL] != me[ID_KERNEL]) continue;
+      if (q < r) first = 0; /* counted at the kernel's first rank */
+      n++;
+      uint64_t any = 0;
+      for (int i = 0; i < ID_MASK_WORDS; i++) {
+        mask[i] |= w[ID_MASK + i];
+        any |= w[ID_MASK + i];
+      }
+      if (w[ID_ONLINE] > online) online = w[ID_ONLINE];
+      if (any == 0 || w[ID_ONLINE] > 64 * ID_MASK_WORDS) full = 1;
+    }
+    if (!first) continue;
+    uint64_t cpus = 0;
+    for (int i = 0; i < ID_MASK_WORDS; i++) cpus += (uint64_t)__builtin_popcountll(mask[i]);
+    if (full || cpus == 0) cpus = online;
+    if (cpus > 0 && (double)n / (double)cpus > worst) worst = (double)n / (double)cpus;
+  }
+  return worst;
 }
 
 /* ---- helpers for exchanges with a half of each kind ---- */
@@ -579,11 +630,12 @@ static const redcoll_transport_ops host_ops = {
 /* ---- construction ---- */
 
 int redcoll__shm_host_split(const redcoll_transport_ops *ops, void *net, int rank, int size,
-                            uint64_t job, uint64_t timeout_ms, redcoll_comm **out) {
+                            uint64_t job, uint64_t timeout_ms, double *ranks_per_cpu,
+                            redcoll_comm **out) {
   const char *env = redcoll__env("REDCOLL_SHM");
   if (size < 2 || (env != NULL && strcmp(env, "0") == 0)) return REDCOLL__ENV_UNSET;
   if (ops->cancel == NULL || ops->close == NULL) return REDCOLL__ENV_UNSET;
-  uint64_t *ids = calloc((size_t)size * 2, sizeof *ids);
+  uint64_t *ids = calloc((size_t)size * ID_WORDS, sizeof *ids);
   if (ids == NULL) return REDCOLL_ENOMEM;
   int rc = gather_ids(ops, net, rank, size, ids);
   if (rc != REDCOLL_OK) {
@@ -592,9 +644,10 @@ int redcoll__shm_host_split(const redcoll_transport_ops *ops, void *net, int ran
     free(ids);
     return rc;
   }
+  *ranks_per_cpu = redcoll__shm_ranks_per_cpu(ids, size);
   int nlocal = 0, me = -1, first = -1;
   for (int r = 0; r < size; r++)
-    if (ids[2 * r] == ids[2 * rank] && ids[2 * r + 1] == ids[2 * rank + 1]) {
+    if (same_host(ids, r, rank)) {
       if (first < 0) first = r;
       if (r == rank) me = nlocal;
       nlocal++;
@@ -633,9 +686,7 @@ int redcoll__shm_host_split(const redcoll_transport_ops *ops, void *net, int ran
   h->rank = rank;
   h->size = size;
   for (int r = 0, k = 0; r < size; r++)
-    h->local[r] = use_shm && ids[2 * r] == ids[2 * rank] && ids[2 * r + 1] == ids[2 * rank + 1]
-                      ? k++
-                      : -1;
+    h->local[r] = use_shm && same_host(ids, r, rank) ? k++ : -1;
   h->hosts = hosts;
   free(ids);
   if (!use_shm) {

@@ -199,4 +199,16 @@ int redcoll__shm_copy_from(int pid, uint64_t addr, void *dst, size_t len);
 /* Where this rank's probe word is and what it holds. */
 void redcoll__shm_copy_probe_word(uint64_t nonce, uint64_t *addr, uint64_t *val);
 
+/* What every rank of a TCP communicator tells the others about its host at
+ * creation (host.c; ID_WORDS words): its host's identity (2 words), its
+ * kernel's (the boot id alone: ranks of one kernel share its CPUs, also
+ * from hosts of their own), the kernel's online CPUs, and the first 256
+ * CPUs it may run on (a bit mask). */
+enum { ID_HOST = 0, ID_KERNEL = 2, ID_ONLINE = 3, ID_MASK = 4, ID_MASK_WORDS = 4, ID_WORDS = 8 };
+/* Ranks per CPU on the busiest kernel among size ranks' words: its ranks
+ * over the CPUs they may run on together (the union of their masks; the
+ * kernel's online CPUs when a mask is empty or the kernel has more CPUs
+ * than the masks hold); at least 1.  The same on every rank. */
+double redcoll__shm_ranks_per_cpu(const uint64_t *ids, int size);
+
 #endif /* REDCOLL_SHM_INT_H */

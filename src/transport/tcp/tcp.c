@@ -925,11 +925,15 @@ static const redcoll_transport_ops tcp_ops = {
 
 /* ---- construction --------------------------------------------------------- */
 
-/* p / the CPU count of the rendezvous table: only what rank 0 sent
- * everyone, so the same on every rank.  With a host list, or ranks on
- * several hosts: 1 (a rank does not know the others' CPUs;
- * REDCOLL_RANKS_PER_CPU says otherwise). */
+/* Ranks per CPU on the busiest kernel, as the exchange of host identities
+ * found it (src/transport/shm/host.c: the ranks of one boot id over the
+ * CPUs their masks allow together); without that exchange (REDCOLL_SHM=0,
+ * one rank, the program's loop), p / the CPU count of the rendezvous
+ * table, which rank 0 sent everyone; with neither (a host list, ranks on
+ * several machines), 1.  The same on every rank either way;
+ * REDCOLL_RANKS_PER_CPU says otherwise. */
 static double ranks_per_cpu(const redcoll__tcp *t) {
+  if (t->kernel_ranks_per_cpu > 0) return t->kernel_ranks_per_cpu;
   return t->table_cpus > 0 ? (double)t->size / (double)t->table_cpus : 1;
 }
 
@@ -992,7 +996,8 @@ REDCOLL_API int redcoll_tcp_comm_create(const redcoll_tcp_config *cfg, redcoll_c
    * not on the program's loop, whose one thread the shared-memory path's
    * helper threads would break. */
   if (!cfg->no_shm && !t->ext) {
-    rc = redcoll__shm_host_split(&tcp_ops, t, cfg->rank, cfg->size, t->job, t->timeout_ms, out);
+    rc = redcoll__shm_host_split(&tcp_ops, t, cfg->rank, cfg->size, t->job, t->timeout_ms,
+                                 &t->kernel_ranks_per_cpu, out);
     if (rc == REDCOLL_OK) return rc; /* t belongs to the new transport */
     if (rc != REDCOLL__ENV_UNSET) goto fail;
   }

@@ -282,6 +282,7 @@ struct redcoll__tcp {
   void (*gone)(struct redcoll__tcp *t);
   int auth;                /* a secret is set: connections authenticate */
   int leaving;             /* destroy has begun: connections set up now say BYE */
+  double kernel_ranks_per_cpu; /* from the host identities (shm/host.c); 0: not known */
   unsigned char key[32];   /* SHA-256 of the secret */
 };
 
