@@ -301,6 +301,13 @@ static void version3(void) {
   CHECK_DBL(g, 3e-10);
   CHECK_INT(redcoll_comm_get_ranks_per_cpu(c, &f), REDCOLL_OK);
   CHECK_DBL(f, 2);
+  /* No local costs declared: a tenth of the network's; a NULL pointer is
+   * skipped, a NULL communicator refused. */
+  CHECK_INT(redcoll_comm_get_local_cost_model(c, &a, &b), REDCOLL_OK);
+  CHECK_DBL(a, 7e-7);
+  CHECK_DBL(b, 2e-10);
+  CHECK_INT(redcoll_comm_get_local_cost_model(c, NULL, &b), REDCOLL_OK);
+  CHECK_INT(redcoll_comm_get_local_cost_model(NULL, &a, &b), REDCOLL_EINVAL);
   CHECK_INT(redcoll_comm_set_deadline(c, 50), REDCOLL_OK); /* the core measures it */
   CHECK_INT(redcoll_comm_get_deadline(c), 50);
   double x[4] = {1, 2, 3, 4}, y[4];

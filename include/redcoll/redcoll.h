@@ -428,6 +428,14 @@ REDCOLL_API redcoll_algo redcoll_comm_last_algorithm(const redcoll_comm *c);
 REDCOLL_API int redcoll_comm_set_cost_model(redcoll_comm *c, double alpha, double beta, double gamma);
 REDCOLL_API int redcoll_comm_get_cost_model(redcoll_comm *c, double *alpha, double *beta,
                                             double *gamma);
+/* The costs inside one of the communicator's hosts that AUTO's two-level
+ * model uses (docs/hier.md), in seconds and seconds per byte: the five
+ * numbers' last two (REDCOLL_COST_MODEL, a tuning file), else what the
+ * self-calibration measured between ranks of one host, else the
+ * transport's (its info.local_alpha and local_beta), else a tenth of the
+ * network's.  Either pointer may be NULL.  REDCOLL_EINVAL as
+ * redcoll_comm_get_cost_model. */
+REDCOLL_API int redcoll_comm_get_local_cost_model(redcoll_comm *c, double *alpha, double *beta);
 /* Sets the cost model from the entry of tuning file path (written by
  * redcoll-tune) for the communicator's transport, or its "default" entry,
  * with the entry's intra-host alpha and beta if it has them.

@@ -20,14 +20,19 @@
  *     ring's beta minus that, at most beta (0 if the two directions do not share CPUs; about
  *     beta over loopback, where each rank's CPU copies what it sends and
  *     what it receives).  For p >= 3 beta stays the ring's and dup 0;
- *   - the maximum of the four over the ranks (a dissemination of 32 bytes,
+ *   - on a communicator with hosts (more than one; the transport's
+ *     info.hosts), the same two sizes around the ring of each host's ranks
+ *     (a host's ranks in rank order, the last sending to the first; a rank
+ *     alone on its host sits it out): local_alpha and local_beta, the
+ *     two-level model's costs inside a host;
+ *   - the maximum of the six over the ranks (a dissemination of 48 bytes,
  *     ceil(log2 p) rounds), so that every rank holds the same model (the
  *     slowest link and CPU rule the critical path) and AUTO decides alike
  *     everywhere.
- * Cost: 8 + 4 ring exchanges (at p = 2 also 8 round trips of 8 bytes and
- * 4 one-way transfers of 256 KiB), 3 reductions of 256 KiB and ceil(log2 p) small
- * exchanges: about 1 ms over loopback TCP, 2 ms on a 1 Gbit/s
- * network.
+ * Cost: 8 + 4 ring exchanges, as many again inside hosts (at p = 2 also 8
+ * round trips of 8 bytes and 4 one-way transfers of 256 KiB), 3 reductions
+ * of 256 KiB and ceil(log2 p) small exchanges: about 1 ms over loopback
+ * TCP, 2 ms on a 1 Gbit/s network.
  *
  * Example: under the simulator with alpha = 2 us, beta = 1 ns/B, an 8-byte
  * exchange takes 2.008 us and a 256 KiB one 264.144 us: beta = 262136 ns /
@@ -60,6 +65,8 @@
  * in any message larger than the socket buffers (one message of CAL_LARGE
  * bytes fits in them and is copied in, then out). */
 #define CAL_PIECES 8
+/* alpha, beta, gamma, dup, local_alpha, local_beta */
+#define CAL_TERMS 6
 
 static uint64_t clock_ns(const redcoll_comm *c) {
   if (c->ops->version >= 3 && c->ops->now != NULL) return c->ops->now(c->impl);
@@ -68,11 +75,12 @@ static uint64_t clock_ns(const redcoll_comm *c) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* The fastest of reps ring exchanges of len bytes, in seconds. */
-static int ring_time(redcoll_comm *c, unsigned char *s, unsigned char *r, size_t len, int reps,
-                     double *best) {
-  int p = c->size, next = (c->rank + 1) % p, prev = (c->rank + p - 1) % p;
-  *best = -1;
+/* The fastest of reps exchanges of len bytes around a ring (send to next,
+ * receive from prev), in seconds; 0 without a ring (next < 0). */
+static int ring_time(redcoll_comm *c, int next, int prev, unsigned char *s, unsigned char *r,
+                     size_t len, int reps, double *best) {
+  *best = next < 0 ? 0 : -1;
+  if (next < 0) return REDCOLL_OK;
   for (int i = 0; i < reps; i++) {
     uint64_t t0 = clock_ns(c);
     int rc = redcoll__sendrecv(c, next, s, len, prev, r, len);
@@ -139,40 +147,72 @@ static int split_duplex(redcoll_comm *c, unsigned char *s, unsigned char *r, dou
   return REDCOLL_OK;
 }
 
-/* The measurements of this rank: alpha, beta, gamma, dup (seconds). */
-static int measure(redcoll_comm *c, double m[4]) {
+/* alpha and beta from the fastest exchanges of CAL_SMALL and CAL_LARGE
+ * bytes (ts, tl; seconds), both at least 0. */
+static void alpha_beta(double ts, double tl, double *alpha, double *beta) {
+  double b = (tl - ts) / (double)(CAL_LARGE - CAL_SMALL);
+  if (b < 0) b = 0;
+  double a = ts - CAL_SMALL * b;
+  *alpha = a > 0 ? a : 0;
+  *beta = b;
+}
+
+/* With hosts (more than one): this rank's ring among the ranks of its host
+ * (*next, *prev), or -1 for both when it is alone there. */
+static int host_ring(const redcoll_comm *c, int *next, int *prev) {
+  *next = *prev = -1;
+  if (c->info.hosts == NULL) return REDCOLL_OK;
+  redcoll__topo t;
+  int rc = redcoll__topo_build(c->info.hosts, c->map, c->size, c->rank, &t);
+  if (rc != REDCOLL_OK) return rc;
+  const int *mine = t.members + t.start[t.my_host];
+  int n = t.start[t.my_host + 1] - t.start[t.my_host];
+  if (t.hosts > 1 && n > 1) {
+    *next = mine[(t.my_local + 1) % n];
+    *prev = mine[(t.my_local + n - 1) % n];
+  }
+  redcoll__topo_free(&t);
+  return REDCOLL_OK;
+}
+
+/* The measurements of this rank (seconds): alpha, beta, gamma, dup, and
+ * with hosts local_alpha and local_beta, from the ring of its host's ranks
+ * (0 on a rank alone on its host). */
+static int measure(redcoll_comm *c, double m[CAL_TERMS]) {
   unsigned char *buf = calloc(3, CAL_LARGE);
   if (buf == NULL) return REDCOLL_ENOMEM;
   unsigned char *s = buf, *r = buf + CAL_LARGE;
-  double ts, tl;
-  int rc = ring_time(c, s, r, CAL_SMALL, CAL_SMALL_REPS, &ts);
-  if (rc == REDCOLL_OK) rc = ring_time(c, s, r, CAL_LARGE, CAL_LARGE_REPS, &tl);
+  int p = c->size, next = (c->rank + 1) % p, prev = (c->rank + p - 1) % p, hn, hp;
+  double ts, tl, hs = 0, hl = 0;
+  int rc = ring_time(c, next, prev, s, r, CAL_SMALL, CAL_SMALL_REPS, &ts);
+  if (rc == REDCOLL_OK) rc = ring_time(c, next, prev, s, r, CAL_LARGE, CAL_LARGE_REPS, &tl);
+  if (rc == REDCOLL_OK) rc = host_ring(c, &hn, &hp);
+  if (rc == REDCOLL_OK) rc = ring_time(c, hn, hp, s, r, CAL_SMALL, CAL_SMALL_REPS, &hs);
+  if (rc == REDCOLL_OK) rc = ring_time(c, hn, hp, s, r, CAL_LARGE, CAL_LARGE_REPS, &hl);
   if (rc == REDCOLL_OK) {
-    double beta = (tl - ts) / (double)(CAL_LARGE - CAL_SMALL);
-    if (beta < 0) beta = 0;
-    double alpha = ts - CAL_SMALL * beta;
-    m[0] = alpha > 0 ? alpha : 0;
-    m[1] = beta;
+    alpha_beta(ts, tl, &m[0], &m[1]);
     m[2] = reduce_time(c, (float *)(buf + 2 * CAL_LARGE), (const float *)s) / (double)CAL_LARGE;
     m[3] = 0;
+    m[4] = m[5] = 0;
+    if (hn >= 0) alpha_beta(hs, hl, &m[4], &m[5]);
     if (c->size == 2) rc = split_duplex(c, s, r, m);
   }
   free(buf);
   return rc;
 }
 
-/* Every rank gets the elementwise maximum of all ranks' v[4]: a
- * dissemination, ceil(log2 p) rounds of 32 bytes (the maximum is
+/* Every rank gets the elementwise maximum of all ranks' v[CAL_TERMS]: a
+ * dissemination, ceil(log2 p) rounds of 48 bytes (the maximum is
  * idempotent, so a value met twice does no harm), with the calibration's
  * tag. */
-static int agree_max(redcoll_comm *c, double v[4]) {
+static int agree_max(redcoll_comm *c, double v[CAL_TERMS]) {
   int p = c->size;
   for (int d = 1; d < p; d *= 2) {
-    double in[4];
+    double in[CAL_TERMS];
     int rc = redcoll__sendrecv(c, (c->rank + d) % p, v, sizeof in, (c->rank - d % p + p) % p,
                                in, sizeof in);
     if (rc != REDCOLL_OK) return rc;
-    for (int k = 0; k < 4; k++)
+    for (int k = 0; k < CAL_TERMS; k++)
       if (in[k] > v[k]) v[k] = in[k];
   }
   return REDCOLL_OK;
@@ -187,7 +227,7 @@ int redcoll__calibrate(redcoll_comm *c) {
                              c->size);
   redcoll__comm_start_deadline(c);
   c->cur = NULL;
-  double agreed[4];
+  double agreed[CAL_TERMS];
   rc = measure(c, agreed);
   /* Every rank the same model: the slowest rank's numbers. */
   if (rc == REDCOLL_OK) rc = agree_max(c, agreed);
@@ -197,9 +237,14 @@ int redcoll__calibrate(redcoll_comm *c) {
     c->cost_beta = agreed[1];
     c->cost_gamma = agreed[2];
     c->cost_dup = agreed[3];
+    /* Inside hosts: measured where a host has two ranks, else the
+     * transport's. */
+    c->cost_local_alpha = agreed[5] > 0 || agreed[4] > 0 ? agreed[4] : 0;
+    c->cost_local_beta = agreed[5];
   }
   redcoll__log(2, "rank %d: calibrated cost model: alpha %.3g s, beta %.3g s/B, gamma %.3g s/B, "
-               "dup %.3g s/B", c->rank, agreed[0], agreed[1], agreed[2], agreed[3]);
+               "dup %.3g s/B; inside a host alpha %.3g s, beta %.3g s/B (0: not measured)",
+               c->rank, agreed[0], agreed[1], agreed[2], agreed[3], agreed[4], agreed[5]);
   return REDCOLL_OK;
 }
 

@@ -116,6 +116,13 @@ int redcoll__rpc_resolve(redcoll_comm *c);
  * default).  REDCOLL_EINVAL if an environment variable is malformed. */
 int redcoll__cost_resolve(redcoll_comm *c);
 
+/* The model inside one of c's hosts (the two-level model): what was set
+ * (REDCOLL_COST_MODEL's or a tuning file's five numbers) or calibrated,
+ * else the transport's (info.local_alpha, local_beta), else a tenth of the
+ * network's. */
+double redcoll__local_alpha(const redcoll_comm *c);
+double redcoll__local_beta(const redcoll_comm *c);
+
 /* Self-calibration (calibrate.c).  Due: 1 if the communicator should
  * measure its model before this collective (the first that lets AUTO
  * choose, nothing set by the program or the environment, the transport's

@@ -166,6 +166,24 @@ REDCOLL_API int redcoll_comm_get_cost_model(redcoll_comm *c, double *alpha, doub
   return rc;
 }
 
+double redcoll__local_alpha(const redcoll_comm *c) {
+  if (c->cost_local_alpha > 0) return c->cost_local_alpha;
+  return c->info.local_alpha > 0 ? c->info.local_alpha : c->cost_alpha / 10;
+}
+
+double redcoll__local_beta(const redcoll_comm *c) {
+  if (c->cost_local_beta > 0) return c->cost_local_beta;
+  return c->info.local_beta > 0 ? c->info.local_beta : c->cost_beta / 10;
+}
+
+REDCOLL_API int redcoll_comm_get_local_cost_model(redcoll_comm *c, double *alpha, double *beta) {
+  if (c == NULL) return REDCOLL_EINVAL;
+  int rc = redcoll__cost_resolve(c);
+  if (alpha) *alpha = redcoll__local_alpha(c);
+  if (beta) *beta = redcoll__local_beta(c);
+  return rc;
+}
+
 REDCOLL_API int redcoll_comm_load_tuning(redcoll_comm *c, const char *path) {
   if (c == NULL || path == NULL) return REDCOLL_EINVAL;
   redcoll__cost_model cm;

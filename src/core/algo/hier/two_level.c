@@ -165,17 +165,6 @@ const redcoll__topo *redcoll__hier_topo(redcoll_comm *c) {
   return &h->topo;
 }
 
-/* The intra-host model: a tuning file's (or REDCOLL_COST_MODEL's), else
- * the transport's, else a tenth of the network's. */
-static double local_alpha(const redcoll_comm *c) {
-  if (c->cost_local_alpha > 0) return c->cost_local_alpha;
-  return c->info.local_alpha > 0 ? c->info.local_alpha : c->cost_alpha / 10;
-}
-static double local_beta(const redcoll_comm *c) {
-  if (c->cost_local_beta > 0) return c->cost_local_beta;
-  return c->info.local_beta > 0 ? c->info.local_beta : c->cost_beta / 10;
-}
-
 /* The alpha of a phase inside a host, before the phase's cost scales it
  * by the ranks per CPU f (as every round's, select.c).  With f > 1 a
  * round waits for the f - 1 other ranks of its CPU to take their turns,
@@ -185,7 +174,7 @@ static double local_beta(const redcoll_comm *c) {
  * each have a CPU.  So a round inside a host costs local_alpha + (f - 1)
  * max(alpha, local_alpha); f <= 1 leaves local_alpha. */
 static double intra_alpha(const redcoll_comm *c) {
-  double la = local_alpha(c), f = c->ranks_per_cpu;
+  double la = redcoll__local_alpha(c), f = c->ranks_per_cpu;
   if (!(f > 1)) return la;
   double turn = c->cost_alpha > la ? c->cost_alpha : la;
   return (la + (f - 1) * turn) / f;
@@ -218,7 +207,7 @@ static double phase(const redcoll__call *call, redcoll_coll coll, int p, size_t 
 /* The predicted time of the two-level algorithm with s slices. */
 static double cost_two(const redcoll__call *call, const redcoll__topo *t, int s) {
   const redcoll_comm *c = call->comm;
-  double la = intra_alpha(c), lb = local_beta(c), a = c->cost_alpha, b = c->cost_beta;
+  double la = intra_alpha(c), lb = redcoll__local_beta(c), a = c->cost_alpha, b = c->cost_beta;
   int T = t->max_local, H = t->hosts;
   size_t m = call->count, per = call->counts != NULL ? 0 : m;
   if (call->counts != NULL)
@@ -308,7 +297,7 @@ int redcoll__two_level_wins(const redcoll__call *call, double flat_time) {
 
 void redcoll__two_level_intra_model(const redcoll_comm *c, double *alpha, double *beta) {
   *alpha = intra_alpha(c);
-  *beta = local_beta(c);
+  *beta = redcoll__local_beta(c);
 }
 
 /* ---- running the phases -------------------------------------------------- */
@@ -333,7 +322,7 @@ static int prepare(const redcoll__call *call, redcoll__hier **out) {
   if (t == NULL) return REDCOLL_ENOMEM;
   if (!admissible(call, t)) return REDCOLL_ENOTSUP;
   redcoll__hier *h = c->hier;
-  refresh(c, h->intra, intra_alpha(c), local_beta(c));
+  refresh(c, h->intra, intra_alpha(c), redcoll__local_beta(c));
   refresh(c, h->inter, c->cost_alpha, c->cost_beta);
   *out = h;
   return REDCOLL_OK;
