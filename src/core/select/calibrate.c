@@ -237,10 +237,13 @@ int redcoll__calibrate(redcoll_comm *c) {
     c->cost_beta = agreed[1];
     c->cost_gamma = agreed[2];
     c->cost_dup = agreed[3];
-    /* Inside hosts: measured where a host has two ranks, else the
-     * transport's. */
-    c->cost_local_alpha = agreed[5] > 0 || agreed[4] > 0 ? agreed[4] : 0;
-    c->cost_local_beta = agreed[5];
+    /* Inside hosts: measured where a host has two ranks; else what was
+     * there (set, or the transport's).  0 means "not set" in these two, so
+     * a measured 0 is stored as a picosecond. */
+    if (agreed[4] > 0 || agreed[5] > 0) {
+      c->cost_local_alpha = agreed[4] > 0 ? agreed[4] : 1e-12;
+      c->cost_local_beta = agreed[5] > 0 ? agreed[5] : 1e-12;
+    }
   }
   redcoll__log(2, "rank %d: calibrated cost model: alpha %.3g s, beta %.3g s/B, gamma %.3g s/B, "
                "dup %.3g s/B; inside a host alpha %.3g s, beta %.3g s/B (0: not measured)",

@@ -122,8 +122,14 @@ static void host_id(uint64_t *id) {
   cpu_set_t set;
   memset(&id[ID_MASK], 0, ID_MASK_WORDS * sizeof *id);
   if (sched_getaffinity(0, sizeof set, &set) == 0)
-    for (int c = 0; c < 64 * ID_MASK_WORDS && c < CPU_SETSIZE; c++)
-      if (CPU_ISSET(c, &set)) id[ID_MASK + c / 64] |= (uint64_t)1 << (c % 64);
+    for (int c = 0; c < CPU_SETSIZE; c++) {
+      if (!CPU_ISSET(c, &set)) continue;
+      if (c >= 64 * ID_MASK_WORDS) { /* beyond the mask: it says nothing, the count decides */
+        memset(&id[ID_MASK], 0, ID_MASK_WORDS * sizeof *id);
+        break;
+      }
+      id[ID_MASK + c / 64] |= (uint64_t)1 << (c % 64);
+    }
 }
 
 static int same_host(const uint64_t *ids, int a, int b) {
@@ -531,7 +537,7 @@ static int h_progress(void *impl, uint64_t until_ns) {
     /* Those waiting in shared memory for the network drive it now. */
     if (h->waiting > 0) redcoll__shm_kick(h->shm);
   }
-  if (pump && h->waiting == 0) h->pump_on = 0;
+  if (h->waiting == 0) h->pump_on = 0; /* whoever turned it on */
   h_deliver(h);
   pthread_mutex_unlock(&h->mu);
   return rc;

@@ -4,6 +4,7 @@
 #include "auth.h"
 #include "conn.h"
 #include "connect.h"
+#include "send.h"
 #include "failure.h"
 #include "handshake.h"
 #include "recv.h"
@@ -106,6 +107,8 @@ static void on_connect(uv_connect_t *req, int status) {
   }
   t->ctl_pending++;
   c->hello_sent = 1;
+  /* Without a secret the peer takes it for set up at the HELLO. */
+  if (!t->auth) redcoll__tcp_bye_if_leaving(c, q);
   /* Reading an outgoing connection only ever yields the answer to the
    * HELLO, the authentication, BYE, CANCEL, CLOSE or the end. */
   redcoll__tcp_conn_read_start(c);

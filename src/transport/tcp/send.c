@@ -134,5 +134,8 @@ void redcoll__tcp_bye_if_leaving(redcoll__tcp_conn *c, int q) {
   if (!t->leaving || c->bye_sent || c->closing) return;
   const redcoll__tcp_conn *o = t->peers[q].out;
   c->bye_sent = 1;
-  redcoll__tcp_ctl_send(c, REDCOLL__FR_BYE, redcoll__tcp_bye_tag(t, o != NULL && !o->closing && o->hello_sent));
+  /* Its data connection is worth reading to its end only if set up: data
+   * goes on nothing else, and nothing more is posted now. */
+  int has_out = o != NULL && !o->closing && o->ready;
+  redcoll__tcp_ctl_send(c, REDCOLL__FR_BYE, redcoll__tcp_bye_tag(t, has_out));
 }

@@ -131,8 +131,16 @@ static int over_status(redcoll__tcp *t, const wait_set *w) {
   if (t->fatal != REDCOLL_OK) return t->fatal;
   int rc = redcoll__tcp_chan_status(t, w->chan);
   if (rc != REDCOLL_OK) return rc;
-  if (w->r != NULL && w->r->status != REDCOLL_OK) rc = w->r->status;
-  if (w->s != NULL && w->s->status != REDCOLL_OK) rc = w->s->status;
+  /* A peer's failure ends this call: its reason is logged (once, at level
+   * error) if it was only noted while no call needed the peer. */
+  if (w->r != NULL && w->r->status != REDCOLL_OK) {
+    rc = w->r->status;
+    redcoll__tcp_peer_why(t, w->r->src);
+  }
+  if (w->s != NULL && w->s->status != REDCOLL_OK) {
+    rc = w->s->status;
+    redcoll__tcp_peer_why(t, w->s->dst);
+  }
   return rc;
 }
 
@@ -652,8 +660,12 @@ static int ext_init(redcoll__tcp *t) {
  * connection that is to carry a CANCEL is still being set up. */
 static int ctl_busy(redcoll__tcp *t) {
   if (t->ctl_pending > 0 || t->connects_pending > 0) return 1;
-  for (const redcoll__tcp_conn *c = t->conns.next; c != &t->conns; c = c->next)
+  for (const redcoll__tcp_conn *c = t->conns.next; c != &t->conns; c = c->next) {
     if ((c->abort_after_hello || c->send_cancels) && !c->ready && !c->closing) return 1;
+    /* While leaving: a connection in its set-up says BYE once set up, so
+     * that the peer does not see it end half made. */
+    if (t->leaving && c->out && c->hello_sent && !c->ready && !c->closing && !c->refused) return 1;
+  }
   return 0;
 }
 
@@ -833,13 +845,16 @@ static void tcp_free(redcoll__tcp *t) {
  * destroy; -1 if none.  The peer does so once it has identified this rank
  * on it (an outgoing connection: at its HELLO without a secret, at the
  * last step of the authentication with one) or once this rank has (an
- * incoming one; with a secret also when this rank has answered the
- * challenge, so the peer is set up once it checks the answer).  The BYE
- * goes after whatever the set-up wrote; nothing of the set-up follows. */
+ * incoming one; with a secret from the answered HELLO on, the peer taking
+ * a BYE at any step of its authentication).  The BYE goes after whatever
+ * the set-up wrote. */
 static int bye_peer(const redcoll__tcp *t, const redcoll__tcp_conn *c) {
   if (c->closing || c->refused) return -1;
   if (c->peer >= 0 && (c->ready || (c->out && c->hello_sent && !t->auth))) return c->peer;
-  if (!c->out && c->peer < 0 && t->auth && c->auth_step == REDCOLL__AUTH_C3) return c->claimed;
+  /* An incoming one in its authentication (the HELLO answered): the peer
+   * takes a BYE at any step, and hears it before the end, not a failed
+   * authentication. */
+  if (!c->out && c->peer < 0 && t->auth && c->auth_step != 0 && c->claimed >= 0) return c->claimed;
   return -1;
 }
 
