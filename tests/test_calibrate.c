@@ -16,7 +16,7 @@
 #define MAXP 8
 
 typedef struct seen {
-  double model[MAXP][3];
+  double model[MAXP][3], local[MAXP][2]; /* between hosts; inside one */
   int status[MAXP];
 } seen;
 
@@ -26,6 +26,7 @@ static int body_explicit(redcoll_comm *c, void *arg) {
   int rc = redcoll_comm_calibrate(c);
   if (rc == REDCOLL_OK)
     rc = redcoll_comm_get_cost_model(c, &s->model[r][0], &s->model[r][1], &s->model[r][2]);
+  if (rc == REDCOLL_OK) rc = redcoll_comm_get_local_cost_model(c, &s->local[r][0], &s->local[r][1]);
   return rc;
 }
 
@@ -63,20 +64,6 @@ static void simulator_model_measured_exactly(void) {
  * local_beta, in seconds; the costs between hosts stay exact.  Without
  * hosts (or a host of one rank each) the local costs stay the transport's
  * (the simulator's info passes its configuration on as it is). */
-typedef struct local_seen {
-  double net[MAXP][3], local[MAXP][2];
-} local_seen;
-
-static int body_local(redcoll_comm *c, void *arg) {
-  local_seen *s = arg;
-  int r = redcoll_comm_rank(c);
-  int rc = redcoll_comm_calibrate(c);
-  if (rc == REDCOLL_OK)
-    rc = redcoll_comm_get_cost_model(c, &s->net[r][0], &s->net[r][1], &s->net[r][2]);
-  if (rc == REDCOLL_OK) rc = redcoll_comm_get_local_cost_model(c, &s->local[r][0], &s->local[r][1]);
-  return rc;
-}
-
 static void hosts_local_costs(void) {
   const struct {
     int p;
@@ -91,17 +78,17 @@ static void hosts_local_costs(void) {
     cfg.ranks_per_host = runs[k].t;
     cfg.local_alpha = 0.5;
     cfg.local_beta = 1e-4;
-    local_seen s;
+    seen s;
     memset(&s, 0, sizeof s);
-    CHECK_INT(redcoll_mock_run(runs[k].p, &cfg, body_local, &s, NULL), REDCOLL_OK);
+    CHECK_INT(redcoll_mock_run(runs[k].p, &cfg, body_explicit, &s, NULL), REDCOLL_OK);
     int hosts = runs[k].t > 1;
     double want_net[3] = {5e-3, 2e-6, 1e-7};
     double want_local[2] = {hosts ? 0.5e-3 : cfg.local_alpha, hosts ? 1e-7 : cfg.local_beta};
     for (int r = 0; r < runs[k].p; r++) {
       for (int i = 0; i < 3; i++)
-        CHECK_MSG(fabs(s.net[r][i] - want_net[i]) <= 1e-9 * want_net[i],
+        CHECK_MSG(fabs(s.model[r][i] - want_net[i]) <= 1e-9 * want_net[i],
                   "p %d T %u rank %d network term %d: %.17g vs %.17g", runs[k].p, runs[k].t, r, i,
-                  s.net[r][i], want_net[i]);
+                  s.model[r][i], want_net[i]);
       for (int i = 0; i < 2; i++)
         CHECK_MSG(fabs(s.local[r][i] - want_local[i]) <= 1e-9 * want_local[i],
                   "p %d T %u rank %d local term %d: %.17g vs %.17g", runs[k].p, runs[k].t, r, i,

@@ -660,7 +660,8 @@ static void ranks_per_cpu(void) {
       {4, {1, 1, 1, 2}, {4, 4, 4, 2}, {15, 15, 15, 3}, 1},      /* 0.75 and 0.5: at least 1 */
       {7, {1, 2, 1, 2, 2, 2, 2}, {2, 2, 2, 2, 2, 2, 2}, {3, 3, 3, 3, 3, 3, 3}, 2.5}, /* busier */
       {4, {1, 1, 1, 1}, {2, 2, 2, 2}, {0, 0, 0, 0}, 2},         /* no masks: online */
-      {3, {1, 1, 1}, {300, 300, 300}, {1, 1, 1}, 1},            /* more CPUs than masks hold */
+      {3, {1, 1, 1}, {300, 300, 300}, {1, 1, 1}, 3},            /* 300 CPUs, all on CPU 0 */
+      {3, {1, 1, 1}, {300, 300, 300}, {1, 0, 1}, 1},            /* one beyond the mask: online */
       {2, {1, 1}, {0, 0}, {0, 0}, 1},                           /* nothing known */
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

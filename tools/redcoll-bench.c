@@ -344,9 +344,6 @@ static size_t check(const bench_opts *o, int me, int p, size_t count, const bufs
   return bad;
 }
 
-/* Runs one (size, algorithm) point on this rank.  Returns a status; a wrong
- * result is reported and counted in st->failed (every rank agrees on it
- * through an allreduce). */
 /* The run's first point runs untimed for --settle-ms at least, before its
  * warm-up: processes started together are slower for a while (at 64 KiB,
  * p = 4, shared memory, 6.6 x for about 50 ms after the start).  Batches
@@ -365,6 +362,9 @@ static int settle(redcoll_comm *c, const bench_opts *o, size_t count, bufs *b) {
   }
 }
 
+/* Runs one (size, algorithm) point on this rank.  Returns a status; a wrong
+ * result is reported and counted in st->failed (every rank agrees on it
+ * through an allreduce). */
 static int bench_point(redcoll_comm *c, bench_state *st, redcoll_algo algo, size_t bytes,
                        bufs *b, double *times, double *all, int *settled) {
   const bench_opts *o = st->o;

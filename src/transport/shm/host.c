@@ -187,7 +187,7 @@ double redcoll__shm_ranks_per_cpu(const uint64_t *ids, int size) {
         any |= w[ID_MASK + i];
       }
       if (w[ID_ONLINE] > online) online = w[ID_ONLINE];
-      if (any == 0 || w[ID_ONLINE] > 64 * ID_MASK_WORDS) full = 1;
+      if (any == 0) full = 1; /* no mask, or a CPU beyond it (host_id) */
     }
     if (!first) continue;
     uint64_t cpus = 0;

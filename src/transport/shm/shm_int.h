@@ -207,8 +207,9 @@ void redcoll__shm_copy_probe_word(uint64_t nonce, uint64_t *addr, uint64_t *val)
 enum { ID_HOST = 0, ID_KERNEL = 2, ID_ONLINE = 3, ID_MASK = 4, ID_MASK_WORDS = 4, ID_WORDS = 8 };
 /* Ranks per CPU on the busiest kernel among size ranks' words: its ranks
  * over the CPUs they may run on together (the union of their masks; the
- * kernel's online CPUs when a mask is empty or the kernel has more CPUs
- * than the masks hold); at least 1.  The same on every rank. */
+ * kernel's online CPUs when a rank's mask is empty, which host.c makes it
+ * when the rank may run on a CPU beyond the first 256); at least 1.  The
+ * same on every rank. */
 double redcoll__shm_ranks_per_cpu(const uint64_t *ids, int size);
 
 #endif /* REDCOLL_SHM_INT_H */

@@ -4,10 +4,10 @@
 #include "auth.h"
 #include "conn.h"
 #include "connect.h"
-#include "send.h"
 #include "failure.h"
 #include "handshake.h"
 #include "recv.h"
+#include "send.h"
 
 static void on_hello_written(uv_write_t *req, int status) {
   redcoll__tcp_conn *c = req->data;

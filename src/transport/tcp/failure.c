@@ -97,18 +97,18 @@ static void drop_partial(redcoll__tcp *t, int q, redcoll__tcp_pchan *pc) {
   free(m);
 }
 
-/* Makes one direction (or both) of peer q unusable: pending and later
- * operations that need it fail.  Messages already kept whole from it can
- * still be received. */
 int redcoll__tcp_loss_status(const redcoll__tcp *t, int q) {
   return t->peers[q].left_aborted ? REDCOLL_EABORTED : REDCOLL_ETRANSPORT;
 }
 
+/* Makes one direction (or both) of peer q unusable: pending and later
+ * operations that need it fail.  Messages already kept whole from it can
+ * still be received. */
 void redcoll__tcp_peer_fail(redcoll__tcp *t, int q, int status, int dirs) {
   redcoll__tcp_peer *p = &t->peers[q];
   /* A peer that said it left after an abort: its connections end because
    * it left, and the abort is the cause to report. */
-  if (status == REDCOLL_ETRANSPORT && p->left_aborted) status = REDCOLL_EABORTED;
+  if (status == REDCOLL_ETRANSPORT) status = redcoll__tcp_loss_status(t, q);
   if (dirs & DIR_SEND) {
     set_err(&p->err_send, status);
     fail_sends(t, q, 1, 0, status);
