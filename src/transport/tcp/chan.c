@@ -13,6 +13,7 @@
 #include <stdlib.h>
 
 #include "chan.h"
+#include "wait.h"
 
 redcoll__tcp_pchan *redcoll__tcp_pchan_get(redcoll__tcp *t, int q, uint64_t chan, int make) {
   redcoll__tcp_peer *p = &t->peers[q];
@@ -119,6 +120,15 @@ int redcoll__tcp_umsg_deliver(redcoll__tcp *t, int q, redcoll__tcp_pchan *pc) {
   redcoll__tcp_umsg *m = pc->head;
   redcoll__tcp_recv *r = pc->rx;
   if (m == NULL || r == NULL || m->got < m->len) return 0;
+  if (t->ext && m->tag == r->tag && m->len == r->len && m->len - r->got > REDCOLL__TCP_EXT_COPY) {
+    /* On the program's loop: a slice now, the next in the next turn. */
+    memcpy((unsigned char *)r->buf + r->got, m->data + r->got, REDCOLL__TCP_EXT_COPY);
+    r->got += REDCOLL__TCP_EXT_COPY;
+    r->copying = 1;
+    t->copy_hint = 1;
+    redcoll__tcp_ext_soon(t);
+    return 0;
+  }
   pc->head = m->next;
   if (pc->head == NULL) pc->tail = NULL;
   t->peers[q].unexpected -= m->len + REDCOLL__TCP_UMSG_COST;
@@ -133,8 +143,9 @@ int redcoll__tcp_umsg_deliver(redcoll__tcp *t, int q, redcoll__tcp_pchan *pc) {
     r->status = REDCOLL_EMISMATCH;
     redcoll__tcp_chan_broken(t, pc->chan);
   } else {
-    if (m->len > 0) memcpy(r->buf, m->data, m->len);
+    if (m->len > r->got) memcpy((unsigned char *)r->buf + r->got, m->data + r->got, m->len - r->got);
     r->got = m->len;
+    r->copying = 0;
     r->status = REDCOLL_OK;
   }
   redcoll__tcp_umsg_free(t, m);

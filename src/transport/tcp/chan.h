@@ -27,7 +27,11 @@ void redcoll__tcp_umsg_free(redcoll__tcp *t, redcoll__tcp_umsg *m);
 void redcoll__tcp_spares_free(redcoll__tcp *t);
 /* Hands pc's first kept message, if it is whole, to the receive posted on
  * pc: done, or REDCOLL_EMISMATCH if its tag or length differ.  Returns 1
- * if the receive is done. */
+ * if the receive is done.  On the program's loop a message longer than
+ * REDCOLL__TCP_EXT_COPY is copied one slice per call (the receive is then
+ * copying, and redcoll__tcp_ext_turn calls again each turn); a receive
+ * that ends before (withdrawn, failed) leaves the message first on pc for
+ * the next. */
 int redcoll__tcp_umsg_deliver(redcoll__tcp *t, int q, redcoll__tcp_pchan *pc);
 
 /* The record of channel group g (make 0: NULL if none), found through a

@@ -11,6 +11,24 @@ void redcoll__tcp_handle_closed(redcoll__tcp *t) {
   if (--t->handles == 0 && t->dying && t->gone != NULL) t->gone(t);
 }
 
+static void ctl_drop(redcoll__tcp_conn *c);
+
+/* A message written in pieces (send.c) whose next piece was due ends with
+ * c: libuv holds none of it, so no write callback will end it. */
+static void pieces_drop(redcoll__tcp_conn *c) {
+  redcoll__tcp_send *s = c->wr_busy;
+  if (s == NULL || !c->piece_due) return;
+  c->wr_busy = NULL;
+  c->piece_due = 0;
+  if (s->detached) {
+    free(s->copy);
+    free(s);
+    return;
+  }
+  s->done = 1;
+  s->status = redcoll__tcp_loss_status(c->t, s->dst);
+}
+
 static void on_conn_closed(uv_handle_t *h) {
   redcoll__tcp_conn *c = h->data;
   redcoll__tcp *t = c->t;
@@ -24,6 +42,8 @@ static void on_conn_closed(uv_handle_t *h) {
 void redcoll__tcp_conn_close(redcoll__tcp_conn *c) {
   if (c->closing) return;
   c->closing = 1;
+  ctl_drop(c);
+  pieces_drop(c);
   if (c->peer >= 0) {
     redcoll__tcp_peer *p = &c->t->peers[c->peer];
     if (p->out == c) p->out = NULL;
@@ -86,10 +106,12 @@ void redcoll__tcp_conn_read_stop(redcoll__tcp_conn *c) {
 
 /* ---- control frames ------------------------------------------------------ */
 
-typedef struct ctl_write {
+typedef struct redcoll__tcp_ctlw {
   uv_write_t req;
   redcoll__tcp *t;
   redcoll__tcp_conn *close_after; /* closed once the frame is out */
+  struct redcoll__tcp_ctlw *next;  /* in its connection's ctl_wait */
+  size_t n;
   unsigned char hdr[REDCOLL__TCP_HDR + REDCOLL__AUTH_NONCE + REDCOLL__AUTH_MAC];
 } ctl_write;
 
@@ -101,8 +123,20 @@ static void on_ctl_written(uv_write_t *req, int status) {
   free(w);
 }
 
+/* Hands w to libuv (counted in ctl_pending already). */
+static void ctl_start(redcoll__tcp_conn *c, ctl_write *w) {
+  uv_buf_t b = uv_buf_init((char *)w->hdr, (unsigned)w->n);
+  if (uv_write(&w->req, (uv_stream_t *)&c->h, &b, 1, on_ctl_written) != 0) {
+    c->t->ctl_pending--;
+    redcoll__tcp_conn *close = w->close_after;
+    free(w);
+    if (close != NULL) redcoll__tcp_conn_close(close);
+  }
+}
+
 /* Writes a frame (n bytes of frame, header and payload, at most
- * sizeof hdr); with close, closes c once it is out. */
+ * sizeof hdr); with close, closes c once it is out.  Behind a message
+ * being written in pieces it waits for the last piece (ctl_wait). */
 void redcoll__tcp_ctl_write_bytes(redcoll__tcp_conn *c, const unsigned char *frame, size_t n,
                                   int close) {
   if (c->closing) return;
@@ -114,14 +148,35 @@ void redcoll__tcp_ctl_write_bytes(redcoll__tcp_conn *c, const unsigned char *fra
   }
   w->t = c->t;
   w->close_after = close ? c : NULL;
+  w->next = NULL;
+  w->n = n;
   memcpy(w->hdr, frame, n);
-  uv_buf_t b = uv_buf_init((char *)w->hdr, (unsigned)n);
-  if (uv_write(&w->req, (uv_stream_t *)&c->h, &b, 1, on_ctl_written) != 0) {
-    free(w);
-    if (close) redcoll__tcp_conn_close(c);
+  c->t->ctl_pending++;
+  if (c->wr_busy == NULL) {
+    ctl_start(c, w);
     return;
   }
-  c->t->ctl_pending++;
+  ctl_write **pp = &c->ctl_wait;
+  while (*pp != NULL) pp = &(*pp)->next;
+  *pp = w;
+}
+
+void redcoll__tcp_ctl_flush(redcoll__tcp_conn *c) {
+  while (c->ctl_wait != NULL && c->wr_busy == NULL && !c->closing) {
+    ctl_write *w = c->ctl_wait;
+    c->ctl_wait = w->next;
+    ctl_start(c, w);
+  }
+}
+
+/* The control frames still waiting on a closing connection go unsent. */
+static void ctl_drop(redcoll__tcp_conn *c) {
+  while (c->ctl_wait != NULL) {
+    ctl_write *w = c->ctl_wait;
+    c->ctl_wait = w->next;
+    c->t->ctl_pending--;
+    free(w);
+  }
 }
 
 static void ctl_write_frame(redcoll__tcp_conn *c, unsigned type, uint64_t tag, uint64_t chan,

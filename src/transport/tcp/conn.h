@@ -22,6 +22,9 @@ void redcoll__tcp_retry_later_ms(redcoll__tcp *t, int q, unsigned ms);
  * closes c once it is out. */
 void redcoll__tcp_ctl_write_bytes(redcoll__tcp_conn *c, const unsigned char *frame, size_t n,
                                   int close);
+/* The control frames that waited behind a message written in pieces go
+ * out (its last piece is). */
+void redcoll__tcp_ctl_flush(redcoll__tcp_conn *c);
 /* Writes a frame without payload (BYE), or with a channel (CANCEL, CLOSE). */
 void redcoll__tcp_ctl_send(redcoll__tcp_conn *c, unsigned type, uint64_t tag);
 void redcoll__tcp_ctl_send_ch(redcoll__tcp_conn *c, unsigned type, uint64_t tag, uint64_t chan);

@@ -103,7 +103,7 @@ int redcoll__tcp_loss_status(const redcoll__tcp *t, int q) {
 
 /* Makes one direction (or both) of peer q unusable: pending and later
  * operations that need it fail.  Messages already kept whole from it can
- * still be received. */
+ * still be received, and a receive copying one goes on. */
 void redcoll__tcp_peer_fail(redcoll__tcp *t, int q, int status, int dirs) {
   redcoll__tcp_peer *p = &t->peers[q];
   /* A peer that said it left after an abort: its connections end because
@@ -117,7 +117,7 @@ void redcoll__tcp_peer_fail(redcoll__tcp *t, int q, int status, int dirs) {
     set_err(&p->err_recv, status);
     for (redcoll__tcp_pchan *pc = p->chans; pc != NULL; pc = pc->next) {
       drop_partial(t, q, pc);
-      if (pc->rx != NULL) fail_recv(t, q, pc, p->err_recv);
+      if (pc->rx != NULL && !pc->rx->copying) fail_recv(t, q, pc, p->err_recv);
     }
   }
 }
@@ -172,7 +172,7 @@ void redcoll__tcp_peer_why(redcoll__tcp *t, int q) {
 
 int redcoll__tcp_peer_waited(const redcoll__tcp *t, int q) {
   for (const redcoll__tcp_pchan *pc = t->peers[q].chans; pc != NULL; pc = pc->next)
-    if (pc->rx != NULL) return 1;
+    if (pc->rx != NULL && !pc->rx->copying) return 1;
   return 0;
 }
 

@@ -21,6 +21,8 @@
 #include "handshake.h"
 #include "recv.h"
 #include "chan.h"
+#include "send.h"
+#include "wait.h"
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b);
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b);
@@ -166,14 +168,17 @@ void redcoll__tcp_recv_withdraw(redcoll__tcp *t, redcoll__tcp_recv *r) {
  * current payload): what came so far is copied to the caller's buffer, the
  * kept copy is dropped, and the rest is read straight into the buffer.  So
  * a large message whose receive is posted a little late is copied once
- * more only for the bytes that came before it, not whole.  Returns 1 if r
- * took it over. */
+ * more only for the bytes that came before it, not whole.  On the
+ * program's loop only while that is at most REDCOLL__TCP_EXT_COPY bytes
+ * (a copy in one go); past that the message is kept whole and then copied
+ * in slices (chan.c).  Returns 1 if r took it over. */
 int redcoll__tcp_recv_adopt(redcoll__tcp *t, redcoll__tcp_recv *r, redcoll__tcp_pchan *pc) {
   redcoll__tcp_peer *p = &t->peers[r->src];
   redcoll__tcp_conn *c = p->in;
   redcoll__tcp_umsg *m = pc->head;
   if (c == NULL || m == NULL || c->sink_um != m || m->next != NULL || m->got >= m->len ||
-      m->tag != r->tag || m->len != r->len || c->fr.chan != pc->chan)
+      m->tag != r->tag || m->len != r->len || c->fr.chan != pc->chan ||
+      (t->ext && m->got > REDCOLL__TCP_EXT_COPY))
     return 0;
   if (m->got > 0) memcpy(r->buf, m->data, m->got);
   r->got = m->got;
@@ -511,14 +516,37 @@ void redcoll__tcp_rx_pump(redcoll__tcp_conn *c) {
     redcoll__tcp_conn_read_start(c);
 }
 
+/* The receives copying a kept message take their next slice; one whose
+ * copy is done may make room among its peer's kept messages. */
+static void copy_turn(redcoll__tcp *t) {
+  if (!t->copy_hint) return;
+  t->copy_hint = 0;
+  for (int q = 0; q < t->size; q++) {
+    redcoll__tcp_peer *p = &t->peers[q];
+    int took = 0;
+    for (redcoll__tcp_pchan *pc = p->chans, *next; pc != NULL; pc = next) {
+      next = pc->next;
+      if (pc->rx == NULL || !pc->rx->copying) continue;
+      if (redcoll__tcp_umsg_deliver(t, q, pc)) {
+        redcoll__tcp_pchan_tidy(t, q, pc);
+        took = 1;
+      }
+    }
+    if (t->copy_hint) redcoll__tcp_ext_soon(t);
+    if (took && p->in != NULL) redcoll__tcp_rx_pump(p->in);
+  }
+}
+
 void redcoll__tcp_ext_turn(redcoll__tcp *t) {
   for (redcoll__tcp_conn *c = t->conns.next; c != &t->conns; c = c->next) {
     c->turn_bytes = 0;
+    redcoll__tcp_send_piece(c);
     if (!c->paused) continue;
     c->paused = 0;
     if (redcoll__tcp_buffered(c)) redcoll__tcp_rx_pump(c); /* reads on if it may */
     else redcoll__tcp_conn_read_start(c);
   }
+  copy_turn(t);
 }
 
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b) {

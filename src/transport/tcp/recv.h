@@ -24,7 +24,8 @@ void redcoll__tcp_pump_all(redcoll__tcp *t);
 /* Takes what the buffered connection c holds, then reads on. */
 void redcoll__tcp_rx_pump(redcoll__tcp_conn *c);
 /* A new turn of the program's loop (redcoll_tcp_config.loop): the
- * connections read on (REDCOLL__TCP_EXT_TURN). */
+ * connections read on (REDCOLL__TCP_EXT_TURN), and the receives copying a
+ * kept message take their next slice (REDCOLL__TCP_EXT_COPY). */
 void redcoll__tcp_ext_turn(redcoll__tcp *t);
 /* The connection is gone (EOF or error uverr). */
 void redcoll__tcp_conn_lost(redcoll__tcp_conn *c, int uverr);

@@ -4,9 +4,14 @@
 
 #include "tcp_int.h"
 
-/* Sends s on the ready connection to s->dst: at once if the socket takes
- * it, else queued (s->queued). */
+/* Sends s on the ready connection to s->dst, which no message holds
+ * (wr_busy): at once if the socket takes it, else queued (s->queued); on
+ * the program's loop a long one in pieces, and the connection is then
+ * busy until its last piece is out. */
 void redcoll__tcp_send_queue(redcoll__tcp *t, redcoll__tcp_send *s);
+/* On the program's loop: the next piece of the message c writes in pieces,
+ * if the last is out (c->piece_due); once per turn. */
+void redcoll__tcp_send_piece(redcoll__tcp_conn *c);
 /* Lets the queued send s finish without its caller (a copy of its unwritten
  * bytes); 0, or -1 without memory. */
 int redcoll__tcp_send_detach(redcoll__tcp_send *s);

@@ -226,7 +226,7 @@ static int post_send(redcoll__tcp *t, redcoll__tcp_send *s) {
     if (p->retry_active) uv_timer_stop(&p->retry);
     p->retry_active = 0;
   }
-  if (p->out != NULL && p->out->ready && p->txq == NULL) {
+  if (p->out != NULL && p->out->ready && p->out->wr_busy == NULL && p->txq == NULL) {
     redcoll__tcp_send_queue(t, s);
     return REDCOLL_OK;
   }
@@ -646,6 +646,7 @@ static int ext_init(redcoll__tcp *t) {
       uv_timer_init(t->loop, &t->nb_timer) != 0)
     return REDCOLL_ENOMEM;
   t->nb_check.data = t->nb_idle.data = t->nb_timer.data = t;
+  t->on_idle = on_nb_idle;
   uv_check_start(&t->nb_check, on_nb_check);
   uv_unref((uv_handle_t *)&t->nb_check);
   uv_unref((uv_handle_t *)&t->nb_timer);

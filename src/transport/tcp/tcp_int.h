@@ -35,11 +35,14 @@
  * turn of the loop short, so that the program's timers stay on time: a
  * read takes at most REDCOLL__TCP_EXT_READ bytes, a connection reads at
  * most REDCOLL__TCP_EXT_TURN bytes per turn (then pauses until the next),
- * and a send tries the socket with at most REDCOLL__TCP_EXT_WRITE bytes at
- * once, leaving the rest to the loop. */
-#define REDCOLL__TCP_EXT_READ ((size_t)256 << 10)
-#define REDCOLL__TCP_EXT_TURN ((size_t)1 << 20)
-#define REDCOLL__TCP_EXT_WRITE ((size_t)1 << 20)
+ * a message goes to the socket in pieces of at most REDCOLL__TCP_EXT_WRITE
+ * bytes, the next once the last is written (send.c), and a message kept
+ * before its receive is copied into place REDCOLL__TCP_EXT_COPY bytes per
+ * turn (chan.c). */
+#define REDCOLL__TCP_EXT_READ ((size_t)128 << 10)
+#define REDCOLL__TCP_EXT_TURN ((size_t)128 << 10)
+#define REDCOLL__TCP_EXT_WRITE ((size_t)128 << 10)
+#define REDCOLL__TCP_EXT_COPY ((size_t)128 << 10)
 
 typedef struct redcoll__tcp redcoll__tcp;
 typedef struct redcoll__tcp_conn redcoll__tcp_conn;
@@ -96,6 +99,13 @@ struct redcoll__tcp_conn {
   uv_write_t hello_req;
   int hello_sent; /* out: the HELLO (and first AUTH step) is written or queued */
   int bye_sent;   /* this rank said BYE on it (it is leaving) */
+  /* out, on the program's loop: the message being written in pieces
+   * (send.c); until its last piece is out, later messages wait in the
+   * peer's queue and control frames in ctl_wait (conn.c), so that nothing
+   * comes between its pieces. */
+  struct redcoll__tcp_send *wr_busy;
+  int piece_due; /* its last piece is out: the next goes in the next turn */
+  struct redcoll__tcp_ctlw *ctl_wait;
   redcoll__tcp_conn *next, *prev;
 };
 
@@ -107,6 +117,10 @@ typedef struct redcoll__tcp_send {
   uint64_t tag, chan;
   const void *buf;
   size_t len;
+  /* On the program's loop: the bytes not yet handed to libuv, written in
+   * pieces of REDCOLL__TCP_EXT_WRITE, each once the last is out. */
+  const unsigned char *rest;
+  size_t rest_len;
   unsigned char hdr[REDCOLL__TCP_HDR];
   uv_write_t req;
   int queued, done, status;
@@ -125,6 +139,11 @@ typedef struct redcoll__tcp_recv {
   void *buf;
   size_t len, got;
   int matched, done, status;
+  /* Its message was kept whole and is being copied into buf in slices,
+   * got bytes so far, one slice per turn of the program's loop
+   * (REDCOLL__TCP_EXT_COPY); the message stays first on its channel until
+   * the last slice. */
+  int copying;
 } redcoll__tcp_recv;
 
 /* A message that arrived before its receive (chan.c); got < len while its
@@ -215,6 +234,7 @@ struct redcoll__tcp {
   uv_loop_t own_loop;
   int loop_init;
   int ext;
+  int copy_hint; /* a receive may be copying (redcoll__tcp_recv.copying) */
   /* Threads (wait.c): every libuv call and every field is under mu; one
    * thread at a time, the leader, runs the loop, and polls its descriptor
    * with mu released; the others wait on cv.  wake interrupts the poll. */
@@ -248,6 +268,7 @@ struct redcoll__tcp {
   /* What a peer's retry timer calls (connect.c sets it before its first
    * connection; redcoll__tcp_retry_later starts the timer). */
   uv_timer_cb on_retry;
+  uv_idle_cb on_idle; /* the program's loop: nb_idle's callback (tcp.c) */
   /* How the authentication opens this rank's connection to a peer whose
    * claim it must check (tcp.c hands it from connect.c; the files that
    * parse frames cannot call connect.c, which calls them). */

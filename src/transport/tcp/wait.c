@@ -67,6 +67,12 @@ void redcoll__tcp_wait_fini(redcoll__tcp *t) {
   t->mu_init = 0;
 }
 
+void redcoll__tcp_ext_soon(redcoll__tcp *t) {
+  if (!t->ext || !t->nb_init) return;
+  uv_ref((uv_handle_t *)&t->nb_idle); /* the loop lives until that turn */
+  uv_idle_start(&t->nb_idle, t->on_idle);
+}
+
 void redcoll__tcp_kick(redcoll__tcp *t) {
   if (t->leader && t->wake_init) uv_async_send(&t->wake);
 }

@@ -10,6 +10,9 @@ void redcoll__tcp_wait_fini(redcoll__tcp *t);
 /* With t->mu held: runs the loop (as its leader, or waiting for the
  * thread that is) until done(t, arg) or the deadline (uv_hrtime ns,
  * UINT64_MAX: none).  Returns 1 if done. */
+/* On the program's loop: the next turn does not wait (nb_idle), for work
+ * the transport left for it (a piece of a message, a slice of a copy). */
+void redcoll__tcp_ext_soon(redcoll__tcp *t);
 int redcoll__tcp_progress(redcoll__tcp *t, int (*done)(redcoll__tcp *, void *), void *arg,
                           uint64_t deadline_ns);
 /* With t->mu held, after posting work for the loop: wakes the leader's
