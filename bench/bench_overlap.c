@@ -4,11 +4,13 @@
  * REDCOLL_SHM=0 for loopback TCP):
  *
  *   redcoll-run -n 2 --no-prefix build/bench/bench_overlap [--bytes 8M] [--iters 15]
+ *                                                           [--comp-ms MS]
  *
  * Per iteration, all ranks together (a barrier in between):
  *   coll     redcoll_iallreduce of --bytes float32, then redcoll_wait;
  *   comp     a computation of the program's (sums over a private 256 KiB
- *            array), sized at start so that it takes about as long as coll;
+ *            array), sized at start so that it takes about as long as coll
+ *            (the median of three, on rank 0), or --comp-ms milliseconds;
  *   both     the progress thread on, redcoll_iallreduce, the computation,
  *            redcoll_wait.
  * Rank 0 prints CSV: p,bytes,coll_us,comp_us,both_us,ratio where the times
@@ -65,10 +67,13 @@ static size_t parse_size(const char *s) {
 int main(int argc, char **argv) {
   size_t bytes = 8u << 20;
   int iters = 15;
+  double comp_ms = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (strcmp(argv[i], "--bytes") == 0) bytes = parse_size(argv[i + 1]);
     else if (strcmp(argv[i], "--iters") == 0) iters = atoi(argv[i + 1]);
+    else if (strcmp(argv[i], "--comp-ms") == 0) comp_ms = atof(argv[i + 1]);
   }
+  if (iters < 1) iters = 1;
   redcoll_comm *c;
   int rc = redcoll_tcp_comm_create_from_env(&c);
   if (rc != REDCOLL_OK) {
@@ -87,13 +92,19 @@ int main(int argc, char **argv) {
    * measurement, shared so that all ranks compute the same). */
   redcoll_iallreduce(c, in, out, n, REDCOLL_FLOAT32, REDCOLL_SUM, &req);
   redcoll_wait(req);
-  double t0 = now_us();
-  redcoll_iallreduce(c, in, out, n, REDCOLL_FLOAT32, REDCOLL_SUM, &req);
-  redcoll_wait(req);
-  double coll_guess = now_us() - t0;
+  double guess[3], t0;
+  for (int k = 0; k < 3; k++) {
+    redcoll_barrier(c);
+    t0 = now_us();
+    redcoll_iallreduce(c, in, out, n, REDCOLL_FLOAT32, REDCOLL_SUM, &req);
+    redcoll_wait(req);
+    guess[k] = now_us() - t0;
+  }
+  double coll_guess = comp_ms > 0 ? comp_ms * 1e3 : median(guess, 3);
+  compute(20); /* its array's pages touched */
   t0 = now_us();
-  compute(20);
-  double per_pass = (now_us() - t0) / 20;
+  compute(200);
+  double per_pass = (now_us() - t0) / 200;
   double passes = coll_guess / per_pass;
   redcoll_bcast(c, &passes, 1, REDCOLL_FLOAT64, 0);
   long np = passes < 1 ? 1 : (long)passes;

@@ -921,7 +921,10 @@ static void loop_slices(void) {
  * arrive exact; then a send of 16 MiB whose deadline passes while the
  * peer takes nothing ends with REDCOLL_ETIMEDOUT, its buffer is
  * overwritten, and the peer still gets the bytes it had (the pieces left
- * go from a copy). */
+ * go from a copy).  Last, a receive posted while its message has partly
+ * arrived (the sender wrote a few pieces, then stopped running its loop)
+ * takes it over: what came is copied in slices while the rest is read
+ * straight into place. */
 #define PIECES_N 5
 #define PIECES_BIG ((size_t)16 << 20)
 static const size_t pieces_len[PIECES_N] = {((size_t)3 << 20) + 5, 100, ((size_t)1 << 20) + 1,
@@ -935,6 +938,58 @@ static int pieces_wrong(int k, const unsigned char *b, size_t len) {
   for (size_t i = 0; i < len; i++)
     if (b[i] != pieces_byte(k, i)) return 1;
   return 0;
+}
+
+typedef struct late_recv {
+  redcoll_comm *c;
+  unsigned char *buf;
+  rop r;
+  int rc;
+} late_recv;
+
+static void late_recv_post(uv_timer_t *h) {
+  late_recv *l = h->data;
+  l->rc = rpost(l->c, 60, UINT64_MAX, -1, NULL, 0, 0, l->buf, PIECES_BIG, &l->r, NULL);
+  uv_close((uv_handle_t *)h, NULL);
+}
+
+/* The receive of a message that has partly arrived: rank 0 writes pieces
+ * for 200 turns of its loop and stops it for 300 ms; rank 1 posts the
+ * receive 150 ms in, from a timer of its loop (here 1.5 to 12 MiB of the
+ * 16 had come by then).  A short message follows on the same channel; when
+ * more than half had come, it arrives while the first is still copying
+ * what came before, and must wait for its own receive. */
+#define PIECES_TAIL 1000
+static int pieces_partial(redcoll_comm *c, uv_loop_t *loop, unsigned char *buf) {
+  int me = redcoll_comm_rank(c), rc;
+  if (me == 0) {
+    for (size_t i = 0; i < PIECES_BIG; i++) buf[i] = pieces_byte(PIECES_N + 1, i);
+    unsigned char tail[PIECES_TAIL];
+    for (size_t i = 0; i < PIECES_TAIL; i++) tail[i] = pieces_byte(PIECES_N + 2, i);
+    rop r, r2;
+    rc = rpost(c, 60, UINT64_MAX, 1, buf, PIECES_BIG, -1, NULL, 0, &r, NULL);
+    if (rc == REDCOLL_OK) rc = rpost(c, 60, UINT64_MAX, 1, tail, PIECES_TAIL, -1, NULL, 0, &r2, NULL);
+    for (int k = 0; k < 200 && rc == REDCOLL_OK; k++) uv_run(loop, UV_RUN_NOWAIT);
+    tcp_run_sleep_ms(300);
+    if (rc == REDCOLL_OK) rc = rwait(c, &r);
+    return rc != REDCOLL_OK ? rc : rwait(c, &r2);
+  }
+  memset(buf, 0, PIECES_BIG);
+  late_recv l = {.c = c, .buf = buf, .rc = 1};
+  uv_timer_t tm;
+  uv_timer_init(loop, &tm);
+  tm.data = &l;
+  uv_timer_start(&tm, late_recv_post, 150, 0);
+  uv_run(loop, UV_RUN_DEFAULT); /* until the receive is done */
+  if (l.rc != REDCOLL_OK) return l.rc;
+  rc = rwait(c, &l.r);
+  if (rc != REDCOLL_OK) return rc;
+  if (pieces_wrong(PIECES_N + 1, buf, PIECES_BIG)) return REDCOLL_EMISMATCH;
+  rop r2;
+  rc = rpost(c, 60, UINT64_MAX, -1, NULL, 0, 0, buf, PIECES_TAIL, &r2, NULL);
+  if (rc == REDCOLL_OK) rc = rwait(c, &r2);
+  if (rc != REDCOLL_OK) return rc;
+  return pieces_wrong(PIECES_N + 2, buf, PIECES_TAIL) ? REDCOLL_EMISMATCH : REDCOLL_OK;
 }
 
 static int rank_loop_pieces(redcoll_comm *c0, void *arg) {
@@ -981,6 +1036,8 @@ static int rank_loop_pieces(redcoll_comm *c0, void *arg) {
     sh->n[1] = bad;
   }
   rc = redcoll_barrier(c);
+  if (rc == REDCOLL_OK) sh->st[2 + me] = pieces_partial(c, &loop, b[PIECES_N]);
+  if (rc == REDCOLL_OK) rc = redcoll_barrier(c);
   for (int k = 0; k <= PIECES_N; k++) free(b[k]);
   int rc2 = loop_fini(c, &loop);
   return rc != REDCOLL_OK ? rc : rc2;
@@ -989,9 +1046,12 @@ static int rank_loop_pieces(redcoll_comm *c0, void *arg) {
 static void loop_pieces(void) {
   shared *sh = tcp_run_shared(sizeof *sh);
   sh->n[1] = -1;
+  sh->st[2] = sh->st[3] = -1;
   CHECK_INT(tcp_run(2, rank_loop_pieces, sh), REDCOLL_OK);
   CHECK_INT(sh->n[1], 0);
   CHECK_INT(sh->st[0], REDCOLL_ETIMEDOUT);
+  CHECK_INT(sh->st[2], REDCOLL_OK);
+  CHECK_INT(sh->st[3], REDCOLL_OK);
   munmap(sh, sizeof *sh);
 }
 
@@ -1135,10 +1195,10 @@ static void uv_timer_16m(void) {
     if (sh->t[8 + r] > worst_cpu) worst_cpu = sh->t[8 + r];
     /* The core reduces and copies in slices of 256 KiB with a turn of the
      * loop between them (loop_slices), and the transport reads, writes
-     * and copies a kept message in pieces of 128 KiB per turn: 2.6 to
-     * 3.4 ms of work at most between two ticks here (4 runs), where a
-     * message kept whole and copied in one piece, and writes that the
-     * kernel took megabytes at a time, held the loop for 10 to 66 ms.
+     * and copies a kept message in pieces of 128 KiB per turn: 3.0 to
+     * 4.8 ms at most between two ticks here (5 runs), where a message
+     * kept whole and copied in one piece, and writes that the kernel took
+     * megabytes at a time, held the loop for 29 to 79 ms.
      * CPU time too grows with the load on this shared virtual machine
      * (page faults and caches: 98 ms at a load of 27 on 2 CPUs before
      * the pieces), so the bound is 20 ms on a quiet machine and 250 ms

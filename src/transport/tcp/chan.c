@@ -101,6 +101,12 @@ void redcoll__tcp_spares_free(redcoll__tcp *t) {
   }
 }
 
+void redcoll__tcp_recv_drop_pre(redcoll__tcp *t, redcoll__tcp_recv *r) {
+  if (r->pre == NULL) return;
+  redcoll__tcp_umsg_free(t, r->pre);
+  r->pre = NULL;
+}
+
 redcoll__tcp_umsg *redcoll__tcp_umsg_push(redcoll__tcp *t, int q, redcoll__tcp_pchan *pc,
                                           uint64_t tag, size_t len) {
   redcoll__tcp_umsg *m = umsg_alloc(t, len);
@@ -119,7 +125,10 @@ redcoll__tcp_umsg *redcoll__tcp_umsg_push(redcoll__tcp *t, int q, redcoll__tcp_p
 int redcoll__tcp_umsg_deliver(redcoll__tcp *t, int q, redcoll__tcp_pchan *pc) {
   redcoll__tcp_umsg *m = pc->head;
   redcoll__tcp_recv *r = pc->rx;
-  if (m == NULL || r == NULL || m->got < m->len) return 0;
+  /* (A matched receive has its message: one that took over a message
+   * while it arrived may still be copying what came before, with the
+   * channel's next messages kept behind it.) */
+  if (m == NULL || r == NULL || r->matched || m->got < m->len) return 0;
   if (t->ext && m->tag == r->tag && m->len == r->len && m->len - r->got > REDCOLL__TCP_EXT_COPY) {
     /* On the program's loop: a slice now, the next in the next turn. */
     memcpy((unsigned char *)r->buf + r->got, m->data + r->got, REDCOLL__TCP_EXT_COPY);

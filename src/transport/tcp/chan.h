@@ -25,6 +25,9 @@ redcoll__tcp_umsg *redcoll__tcp_umsg_push(redcoll__tcp *t, int q, redcoll__tcp_p
  * freed (t->mu held).  And every spare, at destroy. */
 void redcoll__tcp_umsg_free(redcoll__tcp *t, redcoll__tcp_umsg *m);
 void redcoll__tcp_spares_free(redcoll__tcp *t);
+/* Frees the bytes of a message that receive r took over while it arrived
+ * (r->pre, recv.c), once copied or when r ends first. */
+void redcoll__tcp_recv_drop_pre(redcoll__tcp *t, redcoll__tcp_recv *r);
 /* Hands pc's first kept message, if it is whole, to the receive posted on
  * pc: done, or REDCOLL_EMISMATCH if its tag or length differ.  Returns 1
  * if the receive is done.  On the program's loop a message longer than

@@ -46,6 +46,7 @@ static void set_err(int *err, int status) {
 static void fail_recv(redcoll__tcp *t, int q, redcoll__tcp_pchan *pc, int status) {
   redcoll__tcp_recv *r = pc->rx;
   redcoll__tcp_conn *c = t->peers[q].in;
+  redcoll__tcp_recv_drop_pre(t, r);
   if (c != NULL && c->sink_rx == r) {
     c->sink_rx = NULL;
     c->have_frame = 0;

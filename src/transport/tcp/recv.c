@@ -52,6 +52,12 @@ static void payload_done(redcoll__tcp *t, redcoll__tcp_conn *c) {
   if (c->sink_rx != NULL) {
     redcoll__tcp_recv *r = c->sink_rx;
     c->sink_rx = NULL;
+    if (r->pre != NULL) {
+      /* All in; what came before it is still being copied (copy_turn). */
+      r->stream_done = 1;
+      r->copying = 1;
+      return;
+    }
     redcoll__tcp_pchan *pc = redcoll__tcp_pchan_get(t, q, r->chan, 0);
     if (pc != NULL && pc->rx == r) pc->rx = NULL;
     r->done = 1;
@@ -149,6 +155,7 @@ nomem:
 void redcoll__tcp_recv_withdraw(redcoll__tcp *t, redcoll__tcp_recv *r) {
   redcoll__tcp_peer *p = &t->peers[r->src];
   redcoll__tcp_conn *c = p->in;
+  redcoll__tcp_recv_drop_pre(t, r);
   if (c != NULL && c->sink_rx == r) {
     c->sink_rx = NULL;
     c->have_frame = 0;
@@ -169,23 +176,30 @@ void redcoll__tcp_recv_withdraw(redcoll__tcp *t, redcoll__tcp_recv *r) {
  * kept copy is dropped, and the rest is read straight into the buffer.  So
  * a large message whose receive is posted a little late is copied once
  * more only for the bytes that came before it, not whole.  On the
- * program's loop only while that is at most REDCOLL__TCP_EXT_COPY bytes
- * (a copy in one go); past that the message is kept whole and then copied
- * in slices (chan.c).  Returns 1 if r took it over. */
+ * program's loop, past REDCOLL__TCP_EXT_COPY bytes, r keeps them (r->pre)
+ * and copies them in slices, one per turn (copy_turn), while the rest
+ * arrives.  Returns 1 if r took it over. */
 int redcoll__tcp_recv_adopt(redcoll__tcp *t, redcoll__tcp_recv *r, redcoll__tcp_pchan *pc) {
   redcoll__tcp_peer *p = &t->peers[r->src];
   redcoll__tcp_conn *c = p->in;
   redcoll__tcp_umsg *m = pc->head;
   if (c == NULL || m == NULL || c->sink_um != m || m->next != NULL || m->got >= m->len ||
-      m->tag != r->tag || m->len != r->len || c->fr.chan != pc->chan ||
-      (t->ext && m->got > REDCOLL__TCP_EXT_COPY))
+      m->tag != r->tag || m->len != r->len || c->fr.chan != pc->chan)
     return 0;
-  if (m->got > 0) memcpy(r->buf, m->data, m->got);
   r->got = m->got;
   r->matched = 1;
   pc->head = pc->tail = NULL;
   p->unexpected -= m->len + REDCOLL__TCP_UMSG_COST;
-  redcoll__tcp_umsg_free(t, m);
+  if (t->ext && m->got > REDCOLL__TCP_EXT_COPY) {
+    r->pre = m;
+    r->pre_len = m->got;
+    r->pre_got = 0;
+    t->copy_hint = 1;
+    redcoll__tcp_ext_soon(t);
+  } else {
+    if (m->got > 0) memcpy(r->buf, m->data, m->got);
+    redcoll__tcp_umsg_free(t, m);
+  }
   c->sink_um = NULL;
   c->sink_rx = r;
   return 1;
@@ -516,8 +530,26 @@ void redcoll__tcp_rx_pump(redcoll__tcp_conn *c) {
     redcoll__tcp_conn_read_start(c);
 }
 
-/* The receives copying a kept message take their next slice; one whose
- * copy is done may make room among its peer's kept messages. */
+/* The next slice of what r took over came before it (r->pre); 1 if r is
+ * done now. */
+static int pre_slice(redcoll__tcp *t, redcoll__tcp_pchan *pc, redcoll__tcp_recv *r) {
+  size_t n = r->pre_len - r->pre_got;
+  if (n > REDCOLL__TCP_EXT_COPY) n = REDCOLL__TCP_EXT_COPY;
+  memcpy((unsigned char *)r->buf + r->pre_got, r->pre->data + r->pre_got, n);
+  r->pre_got += n;
+  if (r->pre_got < r->pre_len) return 0;
+  redcoll__tcp_recv_drop_pre(t, r);
+  if (!r->stream_done) return 0; /* the rest is still arriving */
+  pc->rx = NULL;
+  r->copying = 0;
+  r->done = 1;
+  r->status = REDCOLL_OK;
+  return 1;
+}
+
+/* The receives copying a kept message, or what came of a message before
+ * they took it over, take their next slice; one whose copy is done may
+ * make room among its peer's kept messages. */
 static void copy_turn(redcoll__tcp *t) {
   if (!t->copy_hint) return;
   t->copy_hint = 0;
@@ -526,10 +558,13 @@ static void copy_turn(redcoll__tcp *t) {
     int took = 0;
     for (redcoll__tcp_pchan *pc = p->chans, *next; pc != NULL; pc = next) {
       next = pc->next;
-      if (pc->rx == NULL || !pc->rx->copying) continue;
-      if (redcoll__tcp_umsg_deliver(t, q, pc)) {
+      redcoll__tcp_recv *r = pc->rx;
+      if (r == NULL || (!r->copying && r->pre == NULL)) continue;
+      if (r->pre != NULL ? pre_slice(t, pc, r) : redcoll__tcp_umsg_deliver(t, q, pc)) {
         redcoll__tcp_pchan_tidy(t, q, pc);
         took = 1;
+      } else if (r->copying || r->pre != NULL) {
+        t->copy_hint = 1;
       }
     }
     if (t->copy_hint) redcoll__tcp_ext_soon(t);

@@ -139,11 +139,19 @@ typedef struct redcoll__tcp_recv {
   void *buf;
   size_t len, got;
   int matched, done, status;
-  /* Its message was kept whole and is being copied into buf in slices,
-   * got bytes so far, one slice per turn of the program's loop
-   * (REDCOLL__TCP_EXT_COPY); the message stays first on its channel until
-   * the last slice. */
+  /* On the program's loop, copies in slices of REDCOLL__TCP_EXT_COPY, one
+   * per turn (recv.c's copy_turn):
+   *   - its message was kept whole and is copied into buf, got bytes so
+   *     far; the message stays first on its channel until the last slice;
+   *   - or it took over a message still arriving (redcoll__tcp_recv_adopt):
+   *     the rest is read straight into buf, and the pre_len bytes that
+   *     came before, kept in pre, are copied pre_got bytes so far; the
+   *     receive is done once both are.
+   * copying: nothing more is needed from the peer, only the copy. */
   int copying;
+  struct redcoll__tcp_umsg *pre;
+  size_t pre_len, pre_got;
+  int stream_done;
 } redcoll__tcp_recv;
 
 /* A message that arrived before its receive (chan.c); got < len while its
