@@ -3,8 +3,15 @@
  *
  *   redcoll-bench [--transport threads|tcp|shm] [--np P] [--coll allreduce] [--algo auto|NAME|all]
  *                 [--sizes 8:16M] [--factor 8] [--iters 20] [--warmup 3] [--settle-ms 100]
- *                 [--dtype f32]
+ *                 [--dtype f32] [--slow-op K]
  *                 [--dup] [--threads T] [--no-header]
+ *
+ * --slow-op K reduces with a user operator (redcoll_op_create, float32
+ * elements, commutative) that adds each pair of elements K times over, one
+ * addition after the other (about 4 K cycles an element, against a
+ * fraction of one for the built-in sum): a slow operator, as the piped
+ * steps of REDCOLL_SEGMENT_KB are meant for.  Its sums are exact and
+ * checked like the others'.
  *
  * --algo takes one name, a comma-separated list (two_level,ring,auto), or
  * all.  --threads T runs T threads in every launched process, each a rank
@@ -85,7 +92,29 @@ typedef struct bench_opts {
   int nlist;
   int p2p; /* 1: --coll sendrecv, pairs of ranks exchange; 2: --coll send,
             * one way; 0: a collective */
+  int slow; /* --slow-op K: the user operator slow_sum, K passes; 0: REDCOLL_SUM */
 } bench_opts;
+
+/* --slow-op: out = left + right over float32, each sum computed `passes`
+ * times, one after the other (the empty asm makes the compiler assume x
+ * changed, so it cannot fold them).  out may be left or right. */
+static void slow_sum(void *out, const void *left, const void *right, size_t n, void *ctx) {
+  int passes = *(const int *)ctx;
+  float *o = out;
+  const float *a = left, *b = right;
+  for (size_t i = 0; i < n; i++) {
+    float x = a[i], y = b[i], s = 0;
+    for (int k = 0; k < passes; k++) {
+      s = x + y;
+      __asm__ volatile("" : "+x"(x), "+x"(s));
+    }
+    o[i] = s;
+  }
+}
+
+/* The operator of the reductions, and the dtype that goes with it. */
+static const redcoll_op *g_op;
+static redcoll_dtype red_dt(const bench_opts *o) { return o->slow ? REDCOLL_CUSTOM : o->dt; }
 
 /* Set by the ranks: 1 if any result was wrong or a call failed. */
 typedef struct bench_state {
@@ -98,13 +127,14 @@ static void usage(FILE *f) {
           "usage: redcoll-bench [--transport threads|tcp|shm] [--np P] [--coll COLL]\n"
           "                     [--algo auto|NAME|all] [--sizes MIN:MAX] [--factor F]\n"
           "                     [--iters N] [--warmup N] [--settle-ms MS] [--dtype f32|f64|f16|bf16|i32|i64] [--dup]\n"
-          "                     [--threads T] [--no-header]\n"
+          "                     [--slow-op K] [--threads T] [--no-header]\n"
           "  COLL: allreduce (default), reduce, reduce_scatter_block, allgather, bcast,\n"
           "        scan, exscan, exscan_total, alltoall (sizes: the whole vector; for\n"
           "        alltoall what one rank sends, p blocks); sendrecv: ranks 2i and 2i+1\n"
           "        exchange the bytes each way (the point-to-point path); send: 2i sends\n"
           "        them to 2i+1\n"
           "  sizes in bytes with an optional K, M or G suffix; default 8:16M, factor 8\n"
+          "  --slow-op K: a user operator summing float32 K times over (--dtype f32)\n"
           "  under redcoll-run (REDCOLL_RANK set) the transport is tcp, else threads\n");
 }
 
@@ -272,22 +302,22 @@ static int run_coll(redcoll_comm *c, const bench_opts *o, size_t count, bufs *b)
   }
   switch (o->coll) {
   case REDCOLL_COLL_ALLREDUCE:
-    return redcoll_allreduce(c, b->send, b->recv, count, o->dt, REDCOLL_SUM);
+    return redcoll_allreduce(c, b->send, b->recv, count, red_dt(o), g_op);
   case REDCOLL_COLL_REDUCE:
-    return redcoll_reduce(c, b->send, b->recv, count, o->dt, REDCOLL_SUM, 0);
+    return redcoll_reduce(c, b->send, b->recv, count, red_dt(o), g_op, 0);
   case REDCOLL_COLL_REDUCE_SCATTER_BLOCK:
-    return redcoll_reduce_scatter_block(c, b->send, b->recv, count, o->dt, REDCOLL_SUM);
+    return redcoll_reduce_scatter_block(c, b->send, b->recv, count, red_dt(o), g_op);
   case REDCOLL_COLL_ALLGATHER:
     return redcoll_allgather(c, b->send, b->recv, count, o->dt);
   case REDCOLL_COLL_BCAST:
     return redcoll_bcast(c, b->recv, count, o->dt, 0);
   case REDCOLL_COLL_SCAN:
-    return redcoll_scan(c, b->send, b->recv, count, o->dt, REDCOLL_SUM);
+    return redcoll_scan(c, b->send, b->recv, count, red_dt(o), g_op);
   case REDCOLL_COLL_EXSCAN:
-    return redcoll_exscan(c, b->send, b->recv, count, o->dt, REDCOLL_SUM);
+    return redcoll_exscan(c, b->send, b->recv, count, red_dt(o), g_op);
   case REDCOLL_COLL_EXSCAN_TOTAL: /* the total behind the prefix in recv */
     return redcoll_exscan_total(c, b->send, b->recv, (char *)b->recv + count * redcoll_dtype_size(o->dt),
-                                count, o->dt, REDCOLL_SUM);
+                                count, red_dt(o), g_op);
   case REDCOLL_COLL_ALLTOALL:
     return redcoll_alltoall(c, b->send, b->recv, count, o->dt);
   default:
@@ -597,6 +627,8 @@ int main(int argc, char **argv) {
       bad = parse_int(v, 1, 1 << 24, &o.iters) != 0;
     } else if (strcmp(a, "--warmup") == 0) {
       bad = parse_int(v, 0, 1 << 24, &o.warmup) != 0;
+    } else if (strcmp(a, "--slow-op") == 0) {
+      bad = parse_int(v, 1, 1 << 20, &o.slow) != 0;
     } else if (strcmp(a, "--settle-ms") == 0) {
       bad = parse_int(v, 0, 1 << 20, &o.settle_ms) != 0;
     } else if (strcmp(a, "--dtype") == 0) {
@@ -618,6 +650,19 @@ int main(int argc, char **argv) {
     i++;
   }
   g_dt = o.dt;
+  g_op = REDCOLL_SUM;
+  redcoll_op *slow_op = NULL;
+  if (o.slow) {
+    if (o.dt != REDCOLL_FLOAT32) {
+      fprintf(stderr, "redcoll-bench: --slow-op sums float32 (--dtype f32)\n");
+      return 2;
+    }
+    if (redcoll_op_create(slow_sum, sizeof(float), 1, &o.slow, &slow_op) != REDCOLL_OK) {
+      fprintf(stderr, "redcoll-bench: cannot make the --slow-op operator\n");
+      return 2;
+    }
+    g_op = slow_op;
+  }
   if (half(o.dt) && o.np > 64 && o.coll != REDCOLL_COLL_BCAST && o.coll != REDCOLL_COLL_ALLGATHER &&
       o.coll != REDCOLL_COLL_ALLTOALL) {
     fprintf(stderr, "redcoll-bench: half-precision sums are checked exactly up to 64 ranks\n");
@@ -661,6 +706,7 @@ int main(int argc, char **argv) {
   } else {
     rc = redcoll_threads_run(o.np, rank_main, &st);
   }
+  redcoll_op_destroy(slow_op);
   if (st.failed) return 1;
   if (rc != REDCOLL_OK) {
     fprintf(stderr, "redcoll-bench: %s\n", redcoll_strerror(rc));
