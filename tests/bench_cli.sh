@@ -2,8 +2,9 @@
 # redcoll-bench: REDCOLL_ALGO_<COLL> from the environment is what runs when
 # --algo is not given (it used to be overridden by AUTO), --algo wins over
 # it, the half-precision dtypes run with their results checked, and scan,
-# exscan, exscan_total and alltoall run with every algorithm, and
-# --settle-ms is parsed and honoured.
+# exscan, exscan_total and alltoall run with every algorithm,
+# --settle-ms is parsed and honoured, and --slow-op reduces with its user
+# operator, results checked, with every algorithm of every reduction.
 set -u
 bench=$1
 fail=0
@@ -41,5 +42,12 @@ t1=$(date +%s%N)
 [ $(( (t1 - t0) / 1000000 )) -ge 300 ] || die "--settle-ms 300 took $(( (t1 - t0) / 1000000 )) ms"
 [ "$(echo "$out" | wc -l)" -eq 1 ] || die "--settle-ms 300: $out"
 out=$(run --settle-ms 0) || die "--settle-ms 0: exit $?"
+# the slow user operator (float32 only): exact sums, every reduction
+for coll in allreduce reduce reduce_scatter_block scan exscan exscan_total; do
+  out=$(run --slow-op 3 --coll "$coll" --algo all) || die "--slow-op $coll: exit $?"
+  [ "$(echo "$out" | grep -c "^redcoll,$coll,3,")" -ge 4 ] || die "--slow-op $coll: $out"
+done
+run --slow-op 0 > /dev/null 2>&1 && die "--slow-op 0 was accepted"
+run --slow-op 2 --dtype f64 > /dev/null 2>&1 && die "--slow-op with f64 was accepted"
 [ $fail -eq 0 ] && echo "bench_cli: ok"
 exit $fail
