@@ -918,7 +918,7 @@ static void loop_slices(void) {
  * message kept before its receive is copied into place one slice per
  * turn.  Five messages on five channels, posted at once and received in
  * another order (one straight into its buffer, the others kept first),
- * arrive exact; then a send of 16 MiB whose deadline passes while the
+ * arrive exact; then a send of 40 MiB whose deadline passes while the
  * peer takes nothing ends with REDCOLL_ETIMEDOUT, its buffer is
  * overwritten, and the peer still gets the bytes it had (the pieces left
  * go from a copy).  Last, a receive posted while its message has partly
@@ -926,7 +926,9 @@ static void loop_slices(void) {
  * takes it over: what came is copied in slices while the rest is read
  * straight into place. */
 #define PIECES_N 5
-#define PIECES_BIG ((size_t)16 << 20)
+/* More than the kernel's socket buffers of both sides hold (about 10 MiB
+ * by default), so that the deadline passes mid-message. */
+#define PIECES_BIG ((size_t)40 << 20)
 static const size_t pieces_len[PIECES_N] = {((size_t)3 << 20) + 5, 100, ((size_t)1 << 20) + 1,
                                              (size_t)200 << 10, 0};
 
@@ -955,8 +957,8 @@ static void late_recv_post(uv_timer_t *h) {
 
 /* The receive of a message that has partly arrived: rank 0 writes pieces
  * for 200 turns of its loop and stops it for 300 ms; rank 1 posts the
- * receive 150 ms in, from a timer of its loop (here 1.5 to 12 MiB of the
- * 16 had come by then).  A short message follows on the same channel; when
+ * receive 150 ms in, from a timer of its loop (with 16 MiB, 1.5 to 12 MiB
+ * had come by then).  A short message follows on the same channel; when
  * more than half had come, it arrives while the first is still copying
  * what came before, and must wait for its own receive. */
 #define PIECES_TAIL 1000

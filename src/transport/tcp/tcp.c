@@ -113,10 +113,12 @@ static void withdraw(redcoll__tcp *t, wait_set *w, int may_wait) {
   if (!may_wait) {
     redcoll__log(0, "tcp rank %d: no memory to finish a send to rank %d without its caller: its "
                     "connection is cut", t->rank, s->dst);
-    if (p->out != NULL) redcoll__tcp_conn_close(p->out); /* libuv reads the buffer no more */
-    s->detached = 1; /* the write callback frees it */
+    /* Its write callback frees it, or the close does (a message in pieces
+     * between two of them). */
+    s->detached = 1;
     s->copy = NULL;
     w->s = NULL;
+    if (p->out != NULL) redcoll__tcp_conn_close(p->out); /* libuv reads the buffer no more */
     return;
   }
   if (redcoll__tcp_progress(t, send_done, s, uv_hrtime() + 1000000000u)) return;
