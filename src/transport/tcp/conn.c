@@ -13,6 +13,27 @@ void redcoll__tcp_handle_closed(redcoll__tcp *t) {
 
 static void ctl_drop(redcoll__tcp_conn *c);
 
+void redcoll__tcp_send_end(redcoll__tcp *t, redcoll__tcp_send *s, int status) {
+  if (s->detached) {
+    /* Its call has returned; the bytes went out from the copy. */
+    free(s->copy);
+    free(s);
+    return;
+  }
+  s->done = 1;
+  if (status == 0) {
+    s->status = REDCOLL_OK;
+    return;
+  }
+  s->status = t != NULL ? redcoll__tcp_loss_status(t, s->dst) : REDCOLL_ETRANSPORT;
+  if (t != NULL && status != UV_ECANCELED) {
+    char a[64];
+    redcoll__tcp_peer_lost(t, s->dst, REDCOLL_ETRANSPORT, DIR_SEND,
+                           "sending to rank %d (%s) failed: %s", s->dst,
+                           redcoll__tcp_peer_addr(t, s->dst, a, sizeof a), uv_strerror(status));
+  }
+}
+
 /* A message written in pieces (send.c) whose next piece was due ends with
  * c: libuv holds none of it, so no write callback will end it. */
 static void pieces_drop(redcoll__tcp_conn *c) {
@@ -20,13 +41,7 @@ static void pieces_drop(redcoll__tcp_conn *c) {
   if (s == NULL || !c->piece_due) return;
   c->wr_busy = NULL;
   c->piece_due = 0;
-  if (s->detached) {
-    free(s->copy);
-    free(s);
-    return;
-  }
-  s->done = 1;
-  s->status = redcoll__tcp_loss_status(c->t, s->dst);
+  redcoll__tcp_send_end(c->t, s, UV_ECANCELED);
 }
 
 static void on_conn_closed(uv_handle_t *h) {

@@ -10,6 +10,10 @@ redcoll__tcp_conn *redcoll__tcp_conn_new(redcoll__tcp *t, int peer, int out);
 /* One of t's handles closed (t->handles counts those closing): the last
  * one frees a destroyed transport (t->dying). */
 void redcoll__tcp_handle_closed(redcoll__tcp *t);
+/* A send is over, all written (status 0) or failed (libuv's status): a
+ * detached one is freed, else done with its status (a failure other than
+ * a cancel loses the peer's sending side). */
+void redcoll__tcp_send_end(redcoll__tcp *t, redcoll__tcp_send *s, int status);
 /* Closes c (once) and takes it off its peer; freed by libuv's close. */
 void redcoll__tcp_conn_close(redcoll__tcp_conn *c);
 void redcoll__tcp_conn_read_stop(redcoll__tcp_conn *c);

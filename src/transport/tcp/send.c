@@ -9,9 +9,9 @@
  * loop, each once the one before is written: a socket that takes
  * megabytes at once (loopback, whose send buffer empties as fast as the
  * peer reads) would otherwise hold the loop for tens of milliseconds in
- * one write.  Until the last piece is out
- * the connection is busy (wr_busy): later messages wait in the peer's
- * queue, control frames in the connection's, and both follow it. */
+ * one write.  Until the last piece is out the connection is busy
+ * (wr_busy): later messages wait in the peer's queue, control frames in
+ * the connection's, and both follow it. */
 #include <stdlib.h>
 
 #include "conn.h"
@@ -44,25 +44,7 @@ static void send_over(redcoll__tcp_conn *c, redcoll__tcp_send *s, int status) {
     redcoll__tcp_ctl_flush(c);
     drain(c->t, c);
   }
-  if (s->detached) {
-    /* Its call has returned; the bytes went out from the copy. */
-    free(s->copy);
-    free(s);
-    return;
-  }
-  redcoll__tcp *t = c != NULL ? c->t : NULL;
-  s->done = 1;
-  if (status == 0) {
-    s->status = REDCOLL_OK;
-    return;
-  }
-  s->status = t != NULL ? redcoll__tcp_loss_status(t, s->dst) : REDCOLL_ETRANSPORT;
-  if (t != NULL && status != UV_ECANCELED) {
-    char a[64];
-    redcoll__tcp_peer_lost(t, s->dst, REDCOLL_ETRANSPORT, DIR_SEND,
-                           "sending to rank %d (%s) failed: %s", s->dst,
-                           redcoll__tcp_peer_addr(t, s->dst, a, sizeof a), uv_strerror(status));
-  }
+  redcoll__tcp_send_end(c != NULL ? c->t : NULL, s, status);
 }
 
 static void on_send_written(uv_write_t *req, int status) {
