@@ -1057,6 +1057,71 @@ static void loop_pieces(void) {
   munmap(sh, sizeof *sh);
 }
 
+/* Destroyed on the program's loop right after a send's deadline passed
+ * mid-message: the rest still goes from its copy (the loop, run once more
+ * as the program must, keeps the connection until it is out), so a peer
+ * that reads late gets all of it (phase 0).  A peer that reads nothing for
+ * longer than the transport waits without progress (500 ms) does not keep
+ * the loop: it closes, the peer's receive fails (phase 1). */
+#define LINGER_BIG ((size_t)24 << 20)
+static int rank_loop_linger(redcoll_comm *c0, void *arg) {
+  shared *sh = arg;
+  int me = redcoll_comm_rank(c0), rc = REDCOLL_OK;
+  unsigned char *b = malloc(LINGER_BIG);
+  if (b == NULL) return REDCOLL_ENOMEM;
+  for (int phase = 0; phase < 2 && rc == REDCOLL_OK; phase++) {
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    redcoll_comm *c;
+    rc = loop_comm(c0, &loop, &c);
+    if (rc == REDCOLL_OK) rc = redcoll_barrier(c); /* the connections made */
+    if (rc != REDCOLL_OK) break;
+    rop r;
+    if (me == 0) {
+      for (size_t i = 0; i < LINGER_BIG; i++) b[i] = pieces_byte(9 + phase, i);
+      rc = rpost(c, 60, c->ops->now(c->impl) + 50000000u, 1, b, LINGER_BIG, -1, NULL, 0, &r, NULL);
+      sh->st[4 + phase] = rc != REDCOLL_OK ? rc : rwait(c, &r);
+      memset(b, 0xee, LINGER_BIG); /* the call is over */
+      double t0 = now_s();
+      rc = loop_fini(c, &loop); /* destroy at once, then the loop */
+      sh->t[4 + phase] = now_s() - t0;
+    } else {
+      memset(b, 0, LINGER_BIG);
+      /* The sender's deadline passes, then it destroys; this rank reads
+       * 150 ms after the start (phase 0) or 3 s after (phase 1). */
+      tcp_run_sleep_ms(phase == 0 ? 150 : 3000);
+      rc = rpost(c, 60, UINT64_MAX, -1, NULL, 0, 0, b, LINGER_BIG, &r, NULL);
+      sh->st[6 + phase] = rc != REDCOLL_OK ? rc : rwait(c, &r);
+      sh->n[6 + phase] = pieces_wrong(9 + phase, b, LINGER_BIG);
+      rc = loop_fini(c, &loop);
+    }
+    if (rc == REDCOLL_OK) rc = redcoll_barrier(c0);
+  }
+  free(b);
+  return rc;
+}
+
+static void loop_linger(void) {
+  shared *sh = tcp_run_shared(sizeof *sh);
+  for (int i = 4; i < 8; i++) sh->st[i] = -1;
+  CHECK_INT(tcp_run(2, rank_loop_linger, sh), REDCOLL_OK);
+  CHECK_INT(sh->st[4], REDCOLL_ETIMEDOUT);
+  CHECK_INT(sh->st[5], REDCOLL_ETIMEDOUT);
+  /* All of it arrived, after the sender's destroy. */
+  CHECK_INT(sh->st[6], REDCOLL_OK);
+  CHECK_INT(sh->n[6], 0);
+  /* Nothing read for 3 s: the sender's loop ended after the 500 ms
+   * without progress (well before the reader woke), and the reader lost
+   * its peer mid-message. */
+  CHECK_MSG(sh->t[5] >= 0.45 && sh->t[5] < 2.5, "the sender's loop ran %.3f s after destroy",
+            sh->t[5]);
+  CHECK_MSG(sh->st[7] == REDCOLL_ETRANSPORT || sh->st[7] == REDCOLL_EABORTED,
+            "the late reader's receive: %s", redcoll_status_name(sh->st[7]));
+  printf("  loop_linger: sender's loop after destroy %.3f s (read at 150 ms), %.3f s (not read)\n",
+         sh->t[4], sh->t[5]);
+  munmap(sh, sizeof *sh);
+}
+
 /* The program's loop: a 1 ms timer ticks while allreduces of 16 MiB run on
  * the same loop, two in flight, each started from the callback of the one
  * before; no tick may be late by more than 5 ms.  Then a blocking
@@ -1222,4 +1287,4 @@ static void uv_timer_16m(void) {
 
 TEST_MAIN(TEST(raw_ring), TEST(raw_deadline_cancel), TEST(raw_close), TEST(raw_fd), TEST(raw_yield), TEST(raw_threads),
           TEST(raw_uv), TEST(inflight_1000), TEST(dup_concurrent), TEST(fd_poll),
-          TEST(peer_killed), TEST(threads_nb), TEST(sliced_bits), TEST(loop_slices), TEST(loop_pieces), TEST(uv_timer_16m))
+          TEST(peer_killed), TEST(threads_nb), TEST(sliced_bits), TEST(loop_slices), TEST(loop_pieces), TEST(loop_linger), TEST(uv_timer_16m))

@@ -103,7 +103,11 @@
  *   - redcoll_comm_destroy returns at once and never runs the loop: the
  *     goodbyes go out and the handles close on the loop's next turn, whose
  *     last close callback frees the transport.  Run the loop once more
- *     (uv_run) before uv_loop_close.
+ *     (uv_run) before uv_loop_close.  A message whose call ended before it
+ *     was all written (its deadline, a cancel) is still written from its
+ *     copy: the connections then stay until it and the goodbyes are out,
+ *     as long as some of it goes every 500 ms, and that uv_run returns
+ *     once they close.
  *
  * Signals.  Writing to a socket whose peer is gone raises SIGPIPE; if the
  * program left SIGPIPE at its default action, creating a communicator sets it

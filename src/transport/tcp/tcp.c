@@ -604,8 +604,14 @@ static int tcp_fd(void *impl) {
  * after something changed outside a callback; nb_timer wakes the loop at the
  * next deadline. */
 
+static void linger_check(redcoll__tcp *t);
+
 static void ext_turn(redcoll__tcp *t) {
   redcoll__tcp_ext_turn(t); /* connections paused for this turn read on */
+  if (t->lingering) {
+    linger_check(t);
+    return;
+  }
   /* Inside a call of this thread that runs the loop itself (a blocking
    * call, a wait): that call finishes them. */
   if (t->leader) return;
@@ -861,6 +867,51 @@ static int bye_peer(const redcoll__tcp *t, const redcoll__tcp_conn *c) {
   return -1;
 }
 
+/* The end of a destroy on the program's loop: every handle closes, and
+ * the last close callback frees t. */
+static void ext_close(redcoll__tcp *t) {
+  t->lingering = 0;
+  close_all(t);
+  if (!t->nb_init)
+    for (int i = 0; i < 100 && t->handles > 0; i++) uv_run(t->loop, UV_RUN_NOWAIT);
+  int later = t->handles > 0;
+  t->dying = later;
+  t->gone = tcp_free;
+  if (t->mu_init) pthread_mutex_unlock(&t->mu);
+  if (!later) tcp_free(t);
+}
+
+/* What a lingering transport still has to write: the pieces not yet handed
+ * to libuv, and a frame's worth for each control frame not yet written. */
+static size_t linger_bytes(const redcoll__tcp *t) {
+  size_t n = (size_t)t->ctl_pending * REDCOLL__TCP_HDR;
+  for (const redcoll__tcp_conn *c = t->conns.next; c != &t->conns; c = c->next)
+    if (c->wr_busy != NULL) n += c->wr_busy->rest_len;
+  return n;
+}
+
+/* A transport destroyed on the program's loop while frames were still to
+ * go (tcp_destroy), at each turn and at its timer: it closes once they are
+ * out, or once REDCOLL__TCP_LINGER_NS pass without a byte of them going. */
+static void linger_check(redcoll__tcp *t) {
+  pthread_mutex_lock(&t->mu);
+  uint64_t now = uv_hrtime();
+  size_t left = linger_bytes(t);
+  if (left < t->linger_left) {
+    t->linger_left = left;
+    t->linger_until = now + REDCOLL__TCP_LINGER_NS;
+    uv_timer_start(&t->nb_timer, on_nb_timer, REDCOLL__TCP_LINGER_NS / 1000000, 0);
+  }
+  if (!ctl_busy(t) || now >= t->linger_until) {
+    if (ctl_busy(t))
+      redcoll__log(1, "tcp rank %d: destroyed with %zu bytes still to write, none written for %llu ms: "
+                   "closing", t->rank, left, (unsigned long long)(REDCOLL__TCP_LINGER_NS / 1000000));
+    ext_close(t); /* unlocks */
+    return;
+  }
+  pthread_mutex_unlock(&t->mu);
+}
+
 static void tcp_destroy(void *impl) {
   redcoll__tcp *t = impl;
   if (t == NULL) return;
@@ -882,18 +933,23 @@ static void tcp_destroy(void *impl) {
   if (t->ext) {
     /* The embedder's loop: destroy may come from inside its callbacks,
      * where it must not run.  The goodbyes went out with their write (libuv
-     * writes at once on an idle connection); the handles close on the
-     * loop's next turn, whose last close callback frees t (t->gone).  A
-     * communicator that failed to come up was made outside the loop's
-     * callbacks (redcoll_tcp_comm_create): its handles close now. */
-    close_all(t);
-    if (!t->nb_init)
-      for (int i = 0; i < 100 && t->handles > 0; i++) uv_run(t->loop, UV_RUN_NOWAIT);
-    int later = t->handles > 0;
-    t->dying = later;
-    t->gone = tcp_free;
-    if (t->mu_init) pthread_mutex_unlock(&t->mu);
-    if (!later) tcp_free(t);
+     * writes at once on an idle connection), or wait behind a message still
+     * written in pieces from its copy (its call ended early): then the
+     * connections stay until they are out (linger_check).  The handles
+     * close on a later turn of the loop, whose last close callback frees t
+     * (t->gone).  A communicator that failed to come up was made outside
+     * the loop's callbacks (redcoll_tcp_comm_create): its handles close
+     * now. */
+    if (t->nb_init && ctl_busy(t)) {
+      t->lingering = 1;
+      t->linger_left = linger_bytes(t);
+      t->linger_until = uv_hrtime() + REDCOLL__TCP_LINGER_NS;
+      uv_timer_start(&t->nb_timer, on_nb_timer, REDCOLL__TCP_LINGER_NS / 1000000, 0);
+      uv_ref((uv_handle_t *)&t->nb_timer); /* the loop runs on for it */
+      if (t->mu_init) pthread_mutex_unlock(&t->mu);
+      return;
+    }
+    ext_close(t);
     return;
   }
   if (t->mu_init) redcoll__tcp_progress(t, ctl_flushed, NULL, uv_hrtime() + 500000000u);

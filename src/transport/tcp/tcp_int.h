@@ -43,6 +43,12 @@
 #define REDCOLL__TCP_EXT_TURN ((size_t)128 << 10)
 #define REDCOLL__TCP_EXT_WRITE ((size_t)128 << 10)
 #define REDCOLL__TCP_EXT_COPY ((size_t)128 << 10)
+/* Destroyed on the program's loop while a message is still being written
+ * in pieces (its call ended early), the transport keeps its connections
+ * until that is out, as long as some of it goes every
+ * REDCOLL__TCP_LINGER_NS (tcp.c); the same bound as destroy's wait for
+ * its goodbyes otherwise. */
+#define REDCOLL__TCP_LINGER_NS ((uint64_t)500000000u)
 
 typedef struct redcoll__tcp redcoll__tcp;
 typedef struct redcoll__tcp_conn redcoll__tcp_conn;
@@ -306,6 +312,13 @@ struct redcoll__tcp {
   uv_idle_t nb_idle;
   uv_timer_t nb_timer;
   int nb_init, in_cb, dying;
+  /* Destroyed on the program's loop with frames or a message's pieces still
+   * to write: the connections stay open until they are out, or until
+   * REDCOLL__TCP_LINGER_NS pass with nothing written (linger_until);
+   * linger_left: the bytes still to go at the last look. */
+  int lingering;
+  uint64_t linger_until;
+  size_t linger_left;
   long handles;
   /* Frees t (tcp.c): called by the last close callback once dying. */
   void (*gone)(struct redcoll__tcp *t);
