@@ -10,12 +10,15 @@
  *   coll     redcoll_iallreduce of --bytes float32, then redcoll_wait;
  *   comp     a computation of the program's (sums over a private 256 KiB
  *            array), sized at start so that it takes about as long as coll
- *            (the median of three, on rank 0), or --comp-ms milliseconds;
+ *            (the median of three), or --comp-ms milliseconds: rank 0's
+ *            estimate, refined twice by timing it with all ranks computing;
  *   both     the progress thread on, redcoll_iallreduce, the computation,
  *            redcoll_wait.
- * Rank 0 prints CSV: p,bytes,coll_us,comp_us,both_us,ratio where the times
- * are medians and ratio = both / max(coll, comp): 1.0 is full overlap, 2.0
- * none.  On a machine with fewer CPUs than ranks times two (each rank's
+ * Rank 0 prints CSV: p,bytes,coll_us,comp_us,both_us,ratio,comp_cpu_us,
+ * both_comp_cpu_us where the times are medians, ratio = both / max(coll,
+ * comp): 1.0 is full overlap, 2.0 none; and the last two the CPU time of
+ * the computation's thread in comp and in both (more in both: the
+ * collective's work, or the kernel's network work, ran on its CPU).  On a machine with fewer CPUs than ranks times two (each rank's
  * computation and its progress thread) the two compete for CPU and the
  * ratio says so.
  */
@@ -26,6 +29,13 @@
 
 #include "redcoll/redcoll.h"
 #include "redcoll/tcp.h"
+
+/* The CPU time of the calling thread. */
+static double thread_cpu_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
 
 static double now_us(void) {
   struct timespec ts;
@@ -85,7 +95,8 @@ int main(int argc, char **argv) {
   float *in = malloc(n * sizeof *in), *out = malloc(n * sizeof *out);
   for (size_t i = 0; i < n; i++) in[i] = (float)(rank + (int)(i % 7));
   double *tc = calloc((size_t)iters, sizeof *tc), *tp = calloc((size_t)iters, sizeof *tp),
-         *tb = calloc((size_t)iters, sizeof *tb);
+         *tb = calloc((size_t)iters, sizeof *tb), *cp = calloc((size_t)iters, sizeof *cp),
+         *cb = calloc((size_t)iters, sizeof *cb);
   redcoll_request *req;
 
   /* Warm up, and size the computation like the collective (rank 0's
@@ -104,8 +115,20 @@ int main(int argc, char **argv) {
   compute(20); /* its array's pages touched */
   t0 = now_us();
   compute(200);
-  double per_pass = (now_us() - t0) / 200;
-  double passes = coll_guess / per_pass;
+  double passes = coll_guess / ((now_us() - t0) / 200);
+  /* Then refined twice with all ranks computing at once, as they do below
+   * (one rank's estimate alone was off by 2 x now and then). */
+  for (int round = 0; round < 2; round++) {
+    redcoll_bcast(c, &passes, 1, REDCOLL_FLOAT64, 0);
+    double took[3];
+    for (int k = 0; k < 3; k++) {
+      redcoll_barrier(c);
+      t0 = now_us();
+      compute(passes < 1 ? 1 : (long)passes);
+      took[k] = now_us() - t0;
+    }
+    passes *= coll_guess / median(took, 3);
+  }
   redcoll_bcast(c, &passes, 1, REDCOLL_FLOAT64, 0);
   long np = passes < 1 ? 1 : (long)passes;
 
@@ -118,7 +141,9 @@ int main(int argc, char **argv) {
 
     redcoll_barrier(c);
     t0 = now_us();
+    double u0 = thread_cpu_us();
     compute(np);
+    cp[it] = thread_cpu_us() - u0;
     tp[it] = now_us() - t0;
 
     redcoll_barrier(c);
@@ -127,7 +152,9 @@ int main(int argc, char **argv) {
       fprintf(stderr, "bench_overlap: this transport has no progress thread\n");
     t0 = now_us();
     if (rc == REDCOLL_OK) rc = redcoll_iallreduce(c, in, out, n, REDCOLL_FLOAT32, REDCOLL_SUM, &req);
+    u0 = thread_cpu_us();
     compute(np);
+    cb[it] = thread_cpu_us() - u0;
     if (rc == REDCOLL_OK) rc = redcoll_wait(req);
     tb[it] = now_us() - t0;
     redcoll_comm_set_progress_thread(c, 0);
@@ -140,14 +167,17 @@ int main(int argc, char **argv) {
       if (out[i] != (float)(p * (p - 1) / 2 + p * (int)(i % 7))) rc = REDCOLL_EINVAL;
     double mc = median(tc, iters), mp = median(tp, iters), mb = median(tb, iters);
     if (rank == 0)
-      printf("p,bytes,coll_us,comp_us,both_us,ratio\n%d,%zu,%.0f,%.0f,%.0f,%.3f\n", p, bytes, mc,
-             mp, mb, mb / (mc > mp ? mc : mp));
+      printf("p,bytes,coll_us,comp_us,both_us,ratio,comp_cpu_us,both_comp_cpu_us\n"
+             "%d,%zu,%.0f,%.0f,%.0f,%.3f,%.0f,%.0f\n",
+             p, bytes, mc, mp, mb, mb / (mc > mp ? mc : mp), median(cp, iters), median(cb, iters));
   }
   free(in);
   free(out);
   free(tc);
   free(tp);
   free(tb);
+  free(cp);
+  free(cb);
   redcoll_comm_destroy(c);
   return rc != REDCOLL_OK;
 }
