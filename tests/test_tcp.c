@@ -71,6 +71,81 @@ static void test_group_index(void) {
   free(t);
 }
 
+/* A kept message handed to its receive (chan.c): whole at once, or on the
+ * program's loop one slice per call; not while only part of it is there;
+ * never to a receive that has its message already (matched: it took over
+ * one while it arrived and may still be copying what came first), whose
+ * channel's next message must wait for the next receive; and a receive
+ * that expects another length fails with REDCOLL_EMISMATCH. */
+static unsigned char kept_byte(int k, size_t i) { return (unsigned char)(k * 13 + i * 5 + (i >> 11)); }
+
+static redcoll__tcp_umsg *kept(redcoll__tcp *t, redcoll__tcp_pchan *pc, int k, size_t len) {
+  redcoll__tcp_umsg *m = redcoll__tcp_umsg_push(t, 1, pc, 7, len);
+  if (m == NULL) return NULL;
+  for (size_t i = 0; i < len; i++) m->data[i] = kept_byte(k, i);
+  m->got = len;
+  return m;
+}
+
+static int kept_wrong(int k, const unsigned char *b, size_t len) {
+  for (size_t i = 0; i < len; i++)
+    if (b[i] != kept_byte(k, i)) return 1;
+  return 0;
+}
+
+static void test_umsg_deliver(void) {
+  redcoll__tcp *t = calloc(1, sizeof *t);
+  size_t big = 2 * REDCOLL__TCP_EXT_COPY + 5;
+  unsigned char *buf = calloc(1, big);
+  if (t == NULL || buf == NULL || (t->peers = calloc(2, sizeof *t->peers)) == NULL) return;
+  t->size = 2;
+  redcoll__tcp_pchan *pc = redcoll__tcp_pchan_get(t, 1, 36, 1);
+  redcoll__tcp_umsg *m = pc != NULL ? kept(t, pc, 1, big) : NULL;
+  if (m == NULL) return;
+  CHECK(t->peers[1].unexpected == big + REDCOLL__TCP_UMSG_COST);
+  CHECK_INT(redcoll__tcp_umsg_deliver(t, 1, pc), 0); /* no receive */
+  redcoll__tcp_recv r = {.src = 1, .tag = 7, .chan = 36, .buf = buf, .len = big, .matched = 1};
+  pc->rx = &r;
+  CHECK_INT(redcoll__tcp_umsg_deliver(t, 1, pc), 0);
+  CHECK(pc->head == m && pc->rx == &r && r.got == 0 && !r.done && !r.copying);
+  CHECK(buf[0] == 0 && buf[big - 1] == 0);
+  /* Posted and not matched: all of it now. */
+  r.matched = 0;
+  m->got = big - 1; /* while its last byte is still to come: nothing */
+  CHECK_INT(redcoll__tcp_umsg_deliver(t, 1, pc), 0);
+  CHECK(pc->head == m && r.got == 0 && !r.done);
+  m->got = big;
+  CHECK_INT(redcoll__tcp_umsg_deliver(t, 1, pc), 1);
+  CHECK(r.done && r.status == REDCOLL_OK && r.got == big && !kept_wrong(1, buf, big));
+  CHECK(pc->head == NULL && pc->rx == NULL && t->peers[1].unexpected == 0);
+  /* On the program's loop: two slices, then the rest. */
+  t->ext = 1;
+  memset(buf, 0, big);
+  m = kept(t, pc, 2, big);
+  redcoll__tcp_recv r2 = {.src = 1, .tag = 7, .chan = 36, .buf = buf, .len = big};
+  pc->rx = &r2;
+  int calls = 1;
+  while (m != NULL && redcoll__tcp_umsg_deliver(t, 1, pc) == 0 && calls < 10) {
+    CHECK(r2.copying && r2.got == (size_t)calls * REDCOLL__TCP_EXT_COPY && pc->head == m);
+    calls++;
+  }
+  CHECK_INT(calls, 3);
+  CHECK(r2.done && r2.status == REDCOLL_OK && !r2.copying && !kept_wrong(2, buf, big));
+  /* Another length than the receive's: a mismatch, its group out of step. */
+  m = kept(t, pc, 3, 100);
+  redcoll__tcp_recv r3 = {.src = 1, .tag = 7, .chan = 36, .buf = buf, .len = 99};
+  pc->rx = &r3;
+  CHECK_INT(redcoll__tcp_umsg_deliver(t, 1, pc), 1);
+  CHECK(r3.done && r3.status == REDCOLL_EMISMATCH);
+  CHECK_INT(redcoll__tcp_chan_status(t, 37), REDCOLL_EMISMATCH);
+  redcoll__tcp_pchan_free_all(t, 1);
+  redcoll__tcp_spares_free(t);
+  redcoll__tcp_groups_free(t);
+  free(t->peers);
+  free(t);
+  free(buf);
+}
+
 static void test_frames(void) {
   unsigned char h[REDCOLL__TCP_HDR];
   redcoll__tcp_frame f;
@@ -1025,6 +1100,7 @@ int main(int argc, char **argv) {
   if (want(argc, argv, "units")) {
     test_frames();
     test_group_index();
+    test_umsg_deliver();
     test_bye_tag();
     test_addresses();
     test_env();

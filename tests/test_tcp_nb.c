@@ -957,10 +957,10 @@ static void late_recv_post(uv_timer_t *h) {
 
 /* The receive of a message that has partly arrived: rank 0 writes pieces
  * for 200 turns of its loop and stops it for 300 ms; rank 1 posts the
- * receive 150 ms in, from a timer of its loop (with 16 MiB, 1.5 to 12 MiB
- * had come by then).  A short message follows on the same channel; when
- * more than half had come, it arrives while the first is still copying
- * what came before, and must wait for its own receive. */
+ * receive 150 ms in, from a timer of its loop.  A short message follows on
+ * the same channel and must wait for its own receive.  (Here it comes
+ * after the first has copied what came before it; one that is kept while
+ * the receive still copies is test_tcp's unit test_umsg_deliver.) */
 #define PIECES_TAIL 1000
 static int pieces_partial(redcoll_comm *c, uv_loop_t *loop, unsigned char *buf) {
   int me = redcoll_comm_rank(c), rc;
