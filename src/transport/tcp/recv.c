@@ -15,7 +15,6 @@
  * says what they mean), so that nothing of the messages after it lands in
  * the wrong place. */
 #include <stdlib.h>
-#include <sys/socket.h>
 
 #include "conn.h"
 #include "failure.h"
@@ -585,34 +584,10 @@ void redcoll__tcp_ext_turn(redcoll__tcp *t) {
   copy_turn(t);
 }
 
-/* The kernel wakes c's reader once REDCOLL__TCP_LOWAT bytes of the payload
- * still to come are there, or all of it if fewer; 1 (its default) between
- * payloads.  The kernel wakes it anyway at the connection's end and when
- * its buffer or the window fills, so nothing waits for bytes that cannot
- * come. */
-static void rx_lowat(redcoll__tcp_conn *c) {
-  size_t left = c->have_frame && c->discard == 0 ? payload_left(c) : 0;
-  int want = left < REDCOLL__TCP_LOWAT_MIN ? 0
-             : (int)(left < REDCOLL__TCP_LOWAT ? left : REDCOLL__TCP_LOWAT);
-  if (want == c->lowat || c->closing) return;
-  uv_os_fd_t fd;
-  if (uv_fileno((const uv_handle_t *)&c->h, &fd) != 0) return;
-  int v = want > 0 ? want : 1;
-  if (setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &v, sizeof v) == 0) c->lowat = want;
-}
-
-static void on_read_bytes(uv_stream_t *s, ssize_t n);
-
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b) {
-  (void)b;
-  on_read_bytes(s, n);
-  redcoll__tcp_conn *c = s->data;
-  if (n > 0 && redcoll__tcp_buffered(c)) rx_lowat(c);
-}
-
-static void on_read_bytes(uv_stream_t *s, ssize_t n) {
   redcoll__tcp_conn *c = s->data;
   redcoll__tcp *t = c->t;
+  (void)b;
   int into_rb = c->into_rb;
   c->into_rb = 0;
   if (n == 0 || c->closing) return;

@@ -48,14 +48,6 @@
  * until that is out, as long as some of it goes every
  * REDCOLL__TCP_LINGER_NS (tcp.c); the same bound as destroy's wait for
  * its goodbyes otherwise. */
-/* While the rest of a long payload is on its way, an incoming connection
- * asks the kernel (SO_RCVLOWAT) to wake its reader only once
- * REDCOLL__TCP_LOWAT bytes of it are there (the rest, if fewer): on a
- * network slower than the CPUs a wake-up per arriving segment took the CPU
- * from the program's own threads hundreds of times per message.  Payloads
- * shorter than REDCOLL__TCP_LOWAT_MIN do not bother. */
-#define REDCOLL__TCP_LOWAT ((size_t)256 << 10)
-#define REDCOLL__TCP_LOWAT_MIN ((size_t)64 << 10)
 #define REDCOLL__TCP_LINGER_NS ((uint64_t)500000000u)
 
 typedef struct redcoll__tcp redcoll__tcp;
@@ -109,7 +101,6 @@ struct redcoll__tcp_conn {
   int lost;
   size_t turn_bytes; /* read in this turn of the program's loop */
   int paused;        /* stopped reading until its next turn */
-  int lowat;         /* its SO_RCVLOWAT; 0: the kernel's default (1) */
   unsigned char hello[2 * REDCOLL__TCP_HDR + REDCOLL__TCP_HELLO_LEN + REDCOLL__AUTH_NONCE];
   uv_write_t hello_req;
   int hello_sent; /* out: the HELLO (and first AUTH step) is written or queued */
