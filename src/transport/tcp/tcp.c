@@ -618,7 +618,7 @@ static void ext_turn(redcoll__tcp *t) {
   pthread_mutex_lock(&t->mu);
   reap(t);
   deliver(t);
-  ext_rearm(t);
+  if (!t->lingering) ext_rearm(t); /* (a done may have destroyed it) */
   pthread_mutex_unlock(&t->mu);
 }
 
@@ -900,7 +900,6 @@ static void linger_check(redcoll__tcp *t) {
   if (left < t->linger_left) {
     t->linger_left = left;
     t->linger_until = now + REDCOLL__TCP_LINGER_NS;
-    uv_timer_start(&t->nb_timer, on_nb_timer, REDCOLL__TCP_LINGER_NS / 1000000, 0);
   }
   if (!ctl_busy(t) || now >= t->linger_until) {
     if (ctl_busy(t))
@@ -909,6 +908,11 @@ static void linger_check(redcoll__tcp *t) {
     ext_close(t); /* unlocks */
     return;
   }
+  /* The timer for the time left, by the loop's clock: libuv counts from
+   * its cached time, which may lag uv_hrtime, so a timer started once
+   * could fire before linger_until and leave nothing to wake the loop. */
+  uv_update_time(t->loop);
+  uv_timer_start(&t->nb_timer, on_nb_timer, (t->linger_until - now + 999999) / 1000000, 0);
   pthread_mutex_unlock(&t->mu);
 }
 
@@ -944,6 +948,7 @@ static void tcp_destroy(void *impl) {
       t->lingering = 1;
       t->linger_left = linger_bytes(t);
       t->linger_until = uv_hrtime() + REDCOLL__TCP_LINGER_NS;
+      uv_update_time(t->loop); /* (the timer counts from the loop's clock) */
       uv_timer_start(&t->nb_timer, on_nb_timer, REDCOLL__TCP_LINGER_NS / 1000000, 0);
       uv_ref((uv_handle_t *)&t->nb_timer); /* the loop runs on for it */
       if (t->mu_init) pthread_mutex_unlock(&t->mu);
