@@ -18,9 +18,9 @@
  * both_comp_cpu_us where the times are medians, ratio = both / max(coll,
  * comp): 1.0 is full overlap, 2.0 none; and the last two the CPU time of
  * the computation's thread in comp and in both (more in both: the
- * collective's work, or the kernel's network work, ran on its CPU).  On a machine with fewer CPUs than ranks times two (each rank's
- * computation and its progress thread) the two compete for CPU and the
- * ratio says so.
+ * collective's work, or the kernel's network work, ran on its CPU).  On a
+ * machine with fewer CPUs than ranks times two (each rank's computation
+ * and its progress thread) the two compete for CPU and the ratio says so.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,18 +30,15 @@
 #include "redcoll/redcoll.h"
 #include "redcoll/tcp.h"
 
-/* The CPU time of the calling thread. */
-static double thread_cpu_us(void) {
+static double clock_us(clockid_t id) {
   struct timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  clock_gettime(id, &ts);
   return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 
-static double now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
+static double now_us(void) { return clock_us(CLOCK_MONOTONIC); }
+/* The CPU time of the calling thread. */
+static double thread_cpu_us(void) { return clock_us(CLOCK_THREAD_CPUTIME_ID); }
 
 static int cmp_d(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;

@@ -890,6 +890,15 @@ static size_t linger_bytes(const redcoll__tcp *t) {
   return n;
 }
 
+/* The linger's timer, for the time left by the loop's clock: libuv counts
+ * from its cached time, which may lag uv_hrtime (a blocking call ran
+ * before destroy), so a timer started once could fire before
+ * linger_until and leave nothing to wake the loop. */
+static void linger_arm(redcoll__tcp *t, uint64_t now) {
+  uv_update_time(t->loop);
+  uv_timer_start(&t->nb_timer, on_nb_timer, (t->linger_until - now + 999999) / 1000000, 0);
+}
+
 /* A transport destroyed on the program's loop while frames were still to
  * go (tcp_destroy), at each turn and at its timer: it closes once they are
  * out, or once REDCOLL__TCP_LINGER_NS pass without a byte of them going. */
@@ -908,11 +917,7 @@ static void linger_check(redcoll__tcp *t) {
     ext_close(t); /* unlocks */
     return;
   }
-  /* The timer for the time left, by the loop's clock: libuv counts from
-   * its cached time, which may lag uv_hrtime, so a timer started once
-   * could fire before linger_until and leave nothing to wake the loop. */
-  uv_update_time(t->loop);
-  uv_timer_start(&t->nb_timer, on_nb_timer, (t->linger_until - now + 999999) / 1000000, 0);
+  linger_arm(t, now);
   pthread_mutex_unlock(&t->mu);
 }
 
@@ -945,11 +950,11 @@ static void tcp_destroy(void *impl) {
      * the loop's callbacks (redcoll_tcp_comm_create): its handles close
      * now. */
     if (t->nb_init && ctl_busy(t)) {
+      uint64_t now = uv_hrtime();
       t->lingering = 1;
       t->linger_left = linger_bytes(t);
-      t->linger_until = uv_hrtime() + REDCOLL__TCP_LINGER_NS;
-      uv_update_time(t->loop); /* (the timer counts from the loop's clock) */
-      uv_timer_start(&t->nb_timer, on_nb_timer, REDCOLL__TCP_LINGER_NS / 1000000, 0);
+      t->linger_until = now + REDCOLL__TCP_LINGER_NS;
+      linger_arm(t, now);
       uv_ref((uv_handle_t *)&t->nb_timer); /* the loop runs on for it */
       if (t->mu_init) pthread_mutex_unlock(&t->mu);
       return;
@@ -957,7 +962,7 @@ static void tcp_destroy(void *impl) {
     ext_close(t);
     return;
   }
-  if (t->mu_init) redcoll__tcp_progress(t, ctl_flushed, NULL, uv_hrtime() + 500000000u);
+  if (t->mu_init) redcoll__tcp_progress(t, ctl_flushed, NULL, uv_hrtime() + REDCOLL__TCP_LINGER_NS);
   close_all(t);
   uv_run(t->loop, UV_RUN_DEFAULT);
   if (uv_loop_close(t->loop) != 0)

@@ -43,11 +43,10 @@
 #define REDCOLL__TCP_EXT_TURN ((size_t)128 << 10)
 #define REDCOLL__TCP_EXT_WRITE ((size_t)128 << 10)
 #define REDCOLL__TCP_EXT_COPY ((size_t)128 << 10)
-/* Destroyed on the program's loop while a message is still being written
- * in pieces (its call ended early), the transport keeps its connections
- * until that is out, as long as some of it goes every
- * REDCOLL__TCP_LINGER_NS (tcp.c); the same bound as destroy's wait for
- * its goodbyes otherwise. */
+/* How long destroy waits for its goodbyes to be written (tcp.c); on the
+ * program's loop, while a message is still being written in pieces (its
+ * call ended early), the transport keeps its connections until that is
+ * out, as long as some of it goes every REDCOLL__TCP_LINGER_NS. */
 #define REDCOLL__TCP_LINGER_NS ((uint64_t)500000000u)
 
 typedef struct redcoll__tcp redcoll__tcp;
