@@ -97,10 +97,13 @@ static void test_umsg_deliver(void) {
   redcoll__tcp *t = calloc(1, sizeof *t);
   size_t big = 2 * REDCOLL__TCP_EXT_COPY + 5;
   unsigned char *buf = calloc(1, big);
-  if (t == NULL || buf == NULL || (t->peers = calloc(2, sizeof *t->peers)) == NULL) return;
+  int have = t != NULL && buf != NULL && (t->peers = calloc(2, sizeof *t->peers)) != NULL;
+  CHECK(have); /* (no memory: a failure, not a pass) */
+  if (!have) return;
   t->size = 2;
   redcoll__tcp_pchan *pc = redcoll__tcp_pchan_get(t, 1, 36, 1);
   redcoll__tcp_umsg *m = pc != NULL ? kept(t, pc, 1, big) : NULL;
+  CHECK(m != NULL);
   if (m == NULL) return;
   CHECK(t->peers[1].unexpected == big + REDCOLL__TCP_UMSG_COST);
   CHECK_INT(redcoll__tcp_umsg_deliver(t, 1, pc), 0); /* no receive */
