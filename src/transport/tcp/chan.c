@@ -67,6 +67,7 @@ static redcoll__tcp_umsg *umsg_alloc(redcoll__tcp *t, size_t len) {
   if (best >= 0) {
     redcoll__tcp_umsg *m = t->spare[best];
     t->spare[best] = NULL;
+    t->spare_bytes -= m->cap;
     return m;
   }
   redcoll__tcp_umsg *m = malloc(sizeof *m + len);
@@ -74,24 +75,35 @@ static redcoll__tcp_umsg *umsg_alloc(redcoll__tcp *t, size_t len) {
   return m;
 }
 
-void redcoll__tcp_umsg_free(redcoll__tcp *t, redcoll__tcp_umsg *m) {
-  if (m->cap >= REDCOLL__TCP_SPARE_MIN && m->cap <= REDCOLL__TCP_SPARE_MAX) {
-    /* Into a free slot, or in place of the smallest spare if m is larger. */
-    int at = 0;
-    for (int i = 0; i < REDCOLL__TCP_SPARES; i++) {
-      if (t->spare[i] == NULL) {
-        at = i;
-        break;
-      }
-      if (t->spare[i]->cap < t->spare[at]->cap) at = i;
-    }
-    if (t->spare[at] == NULL || t->spare[at]->cap < m->cap) {
-      free(t->spare[at]);
-      t->spare[at] = m;
-      return;
+int redcoll__tcp_spare_slot(redcoll__tcp_umsg *const *spare, int n, size_t held, size_t cap) {
+  if (cap < REDCOLL__TCP_SPARE_MIN || cap > REDCOLL__TCP_SPARE_MAX) return -1;
+  int at = -1, small = -1;
+  for (int i = 0; i < n; i++) {
+    if (spare[i] == NULL) {
+      if (at < 0) at = i;
+    } else if (small < 0 || spare[i]->cap < spare[small]->cap) {
+      small = i;
     }
   }
-  free(m);
+  if (at >= 0 && held + cap <= REDCOLL__TCP_SPARE_BYTES) return at;
+  /* In place of the smallest spare, if that is smaller and the sum fits. */
+  if (small >= 0 && spare[small]->cap < cap && held - spare[small]->cap + cap <= REDCOLL__TCP_SPARE_BYTES)
+    return small;
+  return -1;
+}
+
+void redcoll__tcp_umsg_free(redcoll__tcp *t, redcoll__tcp_umsg *m) {
+  int at = redcoll__tcp_spare_slot(t->spare, REDCOLL__TCP_SPARES, t->spare_bytes, m->cap);
+  if (at < 0) {
+    free(m);
+    return;
+  }
+  if (t->spare[at] != NULL) {
+    t->spare_bytes -= t->spare[at]->cap;
+    free(t->spare[at]);
+  }
+  t->spare[at] = m;
+  t->spare_bytes += m->cap;
 }
 
 void redcoll__tcp_spares_free(redcoll__tcp *t) {
@@ -99,6 +111,7 @@ void redcoll__tcp_spares_free(redcoll__tcp *t) {
     free(t->spare[i]);
     t->spare[i] = NULL;
   }
+  t->spare_bytes = 0;
 }
 
 void redcoll__tcp_recv_drop_pre(redcoll__tcp *t, redcoll__tcp_recv *r) {

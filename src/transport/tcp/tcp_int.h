@@ -171,11 +171,17 @@ typedef struct redcoll__tcp_umsg {
 
 /* Large kept messages' buffers, kept for the next ones (chan.c): fresh
  * memory costs a page fault per page on every message, which on a
- * virtual machine can cost more than the copy.  SPARES buffers of
- * REDCOLL__TCP_SPARE_MIN .. REDCOLL__TCP_SPARE_MAX bytes. */
-#define REDCOLL__TCP_SPARES 4
+ * virtual machine can cost more than the copy (about 20 us a page on the
+ * machine of docs/performance.md).  Up to SPARES buffers of
+ * REDCOLL__TCP_SPARE_MIN .. REDCOLL__TCP_SPARE_MAX bytes, at most
+ * REDCOLL__TCP_SPARE_BYTES in all: a piped step's segments (1 MiB, a
+ * dozen kept at once when the sender runs ahead) reuse their buffers from
+ * one call to the next, and an idle transport holds no more than a few
+ * large messages' worth. */
+#define REDCOLL__TCP_SPARES 16
 #define REDCOLL__TCP_SPARE_MIN ((size_t)64 << 10)
 #define REDCOLL__TCP_SPARE_MAX ((size_t)4 << 20)
+#define REDCOLL__TCP_SPARE_BYTES ((size_t)16 << 20)
 
 /* One channel of one peer as this rank sees it (chan.c): the messages that
  * came first, in order, and the receive posted on it. */
@@ -262,6 +268,7 @@ struct redcoll__tcp {
   size_t nbuckets, ngroups;
   uint64_t unexpected_max;
   redcoll__tcp_umsg *spare[REDCOLL__TCP_SPARES]; /* chan.c; NULL: none */
+  size_t spare_bytes; /* the spares' caps together */
   int rank, size;
   uint64_t timeout_ms;
   uv_tcp_t listener;
