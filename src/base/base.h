@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "env.h"
+#include "mem.h"
 #include "redcoll/redcoll.h"
 #include "redcoll/transport.h"
 

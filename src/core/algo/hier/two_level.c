@@ -83,8 +83,7 @@ typedef struct redcoll__hier {
 static void view_free(redcoll_comm *v) {
   if (v == NULL) return;
   free(v->map);
-  free(v->scratch[0]);
-  free(v->scratch[1]);
+  redcoll__scratch_free(v);
   free(v);
 }
 
