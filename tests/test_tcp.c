@@ -12,6 +12,7 @@
 #include "tcp_runner.h"
 
 #include "raw.h"
+#include "transport/tcp/addr.h"
 #include "transport/tcp/chan.h"
 #include "transport/tcp/failure.h"
 #include "transport/tcp/tcp_int.h"
@@ -224,6 +225,34 @@ static void test_spares(void) {
   redcoll__tcp_groups_free(t);
   free(t->peers);
   free(t);
+}
+
+/* A socket connected to itself (simultaneous open: bound to a port of
+ * this host and connected to that very address) is told from one connected
+ * to a listener; the rendezvous closes such a socket and tries again. */
+static void test_self_connect(void) {
+  struct sockaddr_in a;
+  socklen_t al = sizeof a;
+  memset(&a, 0, sizeof a);
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  CHECK(fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+        getsockname(fd, (struct sockaddr *)&a, &al) == 0);
+  CHECK_INT(redcoll__tcp_fd_self_connected(fd), 0); /* not connected */
+  CHECK_INT(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+  CHECK_INT(redcoll__tcp_fd_self_connected(fd), 1);
+  close(fd);
+  /* To a listener: not itself. */
+  int l = socket(AF_INET, SOCK_STREAM, 0), c = socket(AF_INET, SOCK_STREAM, 0);
+  a.sin_port = 0;
+  al = sizeof a;
+  CHECK(l >= 0 && c >= 0 && bind(l, (struct sockaddr *)&a, sizeof a) == 0 && listen(l, 1) == 0 &&
+        getsockname(l, (struct sockaddr *)&a, &al) == 0);
+  CHECK_INT(connect(c, (struct sockaddr *)&a, sizeof a), 0);
+  CHECK_INT(redcoll__tcp_fd_self_connected(c), 0);
+  close(c);
+  close(l);
 }
 
 static void test_frames(void) {
@@ -1182,6 +1211,7 @@ int main(int argc, char **argv) {
     test_group_index();
     test_umsg_deliver();
     test_spares();
+    test_self_connect();
     test_bye_tag();
     test_addresses();
     test_env();

@@ -5,6 +5,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
+#include <sys/socket.h>
 #include <uv.h>
 
 #include "addr.h"
@@ -169,6 +170,15 @@ int redcoll__tcp_addr_same_host(const redcoll__tcp_addr *a, const redcoll__tcp_a
 
 int redcoll__tcp_addr_equal(const redcoll__tcp_addr *a, const redcoll__tcp_addr *b) {
   return redcoll__tcp_addr_port(a) == redcoll__tcp_addr_port(b) && addr_equal_ip(a, b);
+}
+
+int redcoll__tcp_fd_self_connected(int fd) {
+  redcoll__tcp_addr la, ra;
+  socklen_t ll = sizeof la, rl = sizeof ra;
+  memset(&la, 0, sizeof la);
+  memset(&ra, 0, sizeof ra);
+  return getsockname(fd, (struct sockaddr *)&la, &ll) == 0 &&
+         getpeername(fd, (struct sockaddr *)&ra, &rl) == 0 && redcoll__tcp_addr_equal(&la, &ra);
 }
 
 void redcoll__tcp_addr_encode(unsigned char *out, const redcoll__tcp_addr *a) {

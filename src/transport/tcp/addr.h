@@ -19,6 +19,12 @@ void redcoll__tcp_addr_set_port(redcoll__tcp_addr *a, int port);
 int redcoll__tcp_addr_loopback(const redcoll__tcp_addr *a);
 int redcoll__tcp_addr_wildcard(const redcoll__tcp_addr *a);
 int redcoll__tcp_addr_equal(const redcoll__tcp_addr *a, const redcoll__tcp_addr *b);
+/* 1 if the connected socket fd is connected to itself: TCP's simultaneous
+ * open does that when a connect to a port of this host where nobody
+ * listens is given that very port as its local one (the rendezvous port of
+ * a job whose rank 0 has not listened yet is from the same range).  Such a
+ * socket would keep the port from rank 0 and read its own HELLO. */
+int redcoll__tcp_fd_self_connected(int fd);
 /* The same address apart from the port, or both loopback. */
 int redcoll__tcp_addr_same_host(const redcoll__tcp_addr *a, const redcoll__tcp_addr *b);
 void redcoll__tcp_addr_encode(unsigned char *out, const redcoll__tcp_addr *a);

@@ -270,6 +270,10 @@ static int connect_retry(const redcoll__tcp_addr *addr, int64_t deadline, int *l
       r = err ? -1 : 0;
       errno = err;
     }
+    if (r == 0 && redcoll__tcp_fd_self_connected(fd)) {
+      r = -1;
+      errno = ECONNREFUSED;
+    }
     if (r == 0) return fd;
     int e = errno;
     *last = e;
