@@ -13,7 +13,6 @@
 #include <string.h>
 
 #include "env.h"
-#include "mem.h"
 #include "redcoll/redcoll.h"
 #include "redcoll/transport.h"
 

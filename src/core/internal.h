@@ -282,8 +282,6 @@ void redcoll__copy(redcoll_comm *c, void *dst, const void *src, size_t bytes);
  * communicator across calls; NULL if memory is short.  Algorithms use buffer
  * 0; buffer 1 is for the few that document a second one. */
 void *redcoll__scratch(redcoll_comm *c, int which, size_t bytes);
-/* Frees both scratch buffers (they come from redcoll__big_alloc). */
-void redcoll__scratch_free(redcoll_comm *c);
 
 /* The 64-bit tag of a collective call: folds the sequence number (high 24
  * bits, readable in logs) and a hash of collective, count, dtype, op and

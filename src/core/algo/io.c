@@ -16,25 +16,17 @@ void *redcoll__scratch(redcoll_comm *c, int which, size_t bytes) {
     /* Grow geometrically so a sequence of growing calls allocates rarely. */
     size_t cap = c->scratch_cap[which] * 2;
     if (cap < bytes) cap = bytes;
-    void *p = redcoll__big_alloc(cap);
+    void *p = malloc(cap);
     if (p == NULL) {
-      p = redcoll__big_alloc(bytes);
+      p = malloc(bytes);
       cap = bytes;
       if (p == NULL) return NULL;
     }
-    redcoll__big_free(c->scratch[which], c->scratch_cap[which]);
+    free(c->scratch[which]);
     c->scratch[which] = p;
     c->scratch_cap[which] = cap;
   }
   return c->scratch[which];
-}
-
-void redcoll__scratch_free(redcoll_comm *c) {
-  for (int i = 0; i < 2; i++) {
-    redcoll__big_free(c->scratch[i], c->scratch_cap[i]);
-    c->scratch[i] = NULL;
-    c->scratch_cap[i] = 0;
-  }
 }
 
 /* The running collective as this rank sees it, for error logs: what the tag

@@ -251,7 +251,8 @@ REDCOLL_API void redcoll_comm_destroy(redcoll_comm *c) {
     if (ep->caps & REDCOLL_TRANSPORT_CAP_CHANNELS) ep->ops->close(ep->impl, c->channel);
   }
   free(c->map);
-  redcoll__scratch_free(c);
+  free(c->scratch[0]);
+  free(c->scratch[1]);
   free(c);
 }
 

@@ -138,7 +138,8 @@ REDCOLL_API int redcoll_comm_dup(redcoll_comm *c, redcoll_comm **out) {
 static void discard(redcoll_comm *t) {
   __atomic_sub_fetch(&t->ep->refs, 1, __ATOMIC_ACQ_REL);
   free(t->map);
-  redcoll__scratch_free(t);
+  free(t->scratch[0]);
+  free(t->scratch[1]);
   free(t);
 }
 

@@ -164,8 +164,7 @@ static void dispatch(shm_impl *t, int s, shm_peer *ps) {
     }
   shm_unexp *u = calloc(1, sizeof *u);
   unsigned char *data = NULL;
-  if (u != NULL && f->kind == FRAME_INLINE && f->len > 0 &&
-      (data = redcoll__big_alloc((size_t)f->len)) == NULL) {
+  if (u != NULL && f->kind == FRAME_INLINE && f->len > 0 && (data = malloc((size_t)f->len)) == NULL) {
     free(u);
     u = NULL;
   }
@@ -231,7 +230,7 @@ void redcoll__shm_post_recv(shm_impl *t, shm_op *op) {
       finish(op, REDCOLL_OK);
     }
   }
-  redcoll__big_free(u->data, (size_t)u->f.len);
+  free(u->data);
   free(u);
 }
 
@@ -417,7 +416,7 @@ void redcoll__shm_drop_group(shm_impl *t, uint64_t group) {
         ps->in_dst = NULL;
         ps->in_unexp = NULL;
       }
-      redcoll__big_free(u->data, (size_t)u->f.len);
+      free(u->data);
       free(u);
     }
   }
@@ -430,7 +429,7 @@ void redcoll__shm_drop_all(shm_impl *t) {
     for (shm_unexp *u = ps->unexp_head, *next; u != NULL; u = next) {
       next = u->next;
       if (u->f.kind == FRAME_CMA) ack_refuse(t, s, u->f.slot, ACK_CANCELLED);
-      redcoll__big_free(u->data, (size_t)u->f.len);
+      free(u->data);
       free(u);
     }
     ps->unexp_head = ps->unexp_tail = NULL;

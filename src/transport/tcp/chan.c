@@ -41,11 +41,6 @@ void redcoll__tcp_pchan_tidy(redcoll__tcp *t, int q, redcoll__tcp_pchan *pc) {
     }
 }
 
-/* Gives a kept message's memory back (redcoll__big_alloc'd with its cap). */
-static void umsg_release(redcoll__tcp_umsg *m) {
-  if (m != NULL) redcoll__big_free(m, sizeof *m + m->cap);
-}
-
 void redcoll__tcp_pchan_free_all(redcoll__tcp *t, int q) {
   redcoll__tcp_peer *p = &t->peers[q];
   while (p->chans != NULL) {
@@ -54,7 +49,7 @@ void redcoll__tcp_pchan_free_all(redcoll__tcp *t, int q) {
     while (pc->head != NULL) {
       redcoll__tcp_umsg *m = pc->head;
       pc->head = m->next;
-      umsg_release(m);
+      free(m);
     }
     free(pc);
   }
@@ -75,7 +70,7 @@ static redcoll__tcp_umsg *umsg_alloc(redcoll__tcp *t, size_t len) {
     t->spare_bytes -= m->cap;
     return m;
   }
-  redcoll__tcp_umsg *m = redcoll__big_alloc(sizeof *m + len);
+  redcoll__tcp_umsg *m = malloc(sizeof *m + len);
   if (m != NULL) m->cap = len;
   return m;
 }
@@ -100,12 +95,12 @@ int redcoll__tcp_spare_slot(redcoll__tcp_umsg *const *spare, int n, size_t held,
 void redcoll__tcp_umsg_free(redcoll__tcp *t, redcoll__tcp_umsg *m) {
   int at = redcoll__tcp_spare_slot(t->spare, REDCOLL__TCP_SPARES, t->spare_bytes, m->cap);
   if (at < 0) {
-    umsg_release(m);
+    free(m);
     return;
   }
   if (t->spare[at] != NULL) {
     t->spare_bytes -= t->spare[at]->cap;
-    umsg_release(t->spare[at]);
+    free(t->spare[at]);
   }
   t->spare[at] = m;
   t->spare_bytes += m->cap;
@@ -113,7 +108,7 @@ void redcoll__tcp_umsg_free(redcoll__tcp *t, redcoll__tcp_umsg *m) {
 
 void redcoll__tcp_spares_free(redcoll__tcp *t) {
   for (int i = 0; i < REDCOLL__TCP_SPARES; i++) {
-    umsg_release(t->spare[i]);
+    free(t->spare[i]);
     t->spare[i] = NULL;
   }
   t->spare_bytes = 0;

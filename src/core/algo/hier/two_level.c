@@ -83,7 +83,8 @@ typedef struct redcoll__hier {
 static void view_free(redcoll_comm *v) {
   if (v == NULL) return;
   free(v->map);
-  redcoll__scratch_free(v);
+  free(v->scratch[0]);
+  free(v->scratch[1]);
   free(v);
 }
 
