@@ -210,7 +210,8 @@ static void test_spares(void) {
   }
   CHECK_INT(made, 24);
   CHECK_INT(reused, 12);
-  /* A 16 MiB message is beyond the largest spare: freed, the spares kept. */
+  /* A 16 MiB message would take the spares past the budget: freed, the
+   * spares kept. */
   redcoll__tcp_umsg *huge = pc != NULL ? redcoll__tcp_umsg_push(t, 1, pc, 7, 16 * M) : NULL;
   CHECK(huge != NULL);
   if (huge != NULL) {

@@ -95,7 +95,7 @@ static void drop_partial(redcoll__tcp *t, int q, redcoll__tcp_pchan *pc) {
   *pp = NULL;
   pc->tail = prev;
   p->unexpected -= m->len + REDCOLL__TCP_UMSG_COST;
-  free(m);
+  redcoll__tcp_umsg_free(t, m);
 }
 
 int redcoll__tcp_loss_status(const redcoll__tcp *t, int q) {

@@ -785,7 +785,7 @@ static void tcp_close(void *impl, uint64_t channel) {
         redcoll__tcp_umsg *m = pc->head;
         pc->head = m->next;
         p->unexpected -= m->len + REDCOLL__TCP_UMSG_COST;
-        free(m);
+        redcoll__tcp_umsg_free(t, m);
       }
       free(pc);
     }

@@ -180,7 +180,7 @@ typedef struct redcoll__tcp_umsg {
  * large messages' worth. */
 #define REDCOLL__TCP_SPARES 16
 #define REDCOLL__TCP_SPARE_MIN ((size_t)64 << 10)
-#define REDCOLL__TCP_SPARE_MAX ((size_t)4 << 20)
+#define REDCOLL__TCP_SPARE_MAX ((size_t)16 << 20)
 #define REDCOLL__TCP_SPARE_BYTES ((size_t)16 << 20)
 
 /* One channel of one peer as this rank sees it (chan.c): the messages that
