@@ -157,36 +157,48 @@ static void test_umsg_deliver(void) {
  * spares past the budget, is freed. */
 static void test_spares(void) {
   const size_t M = (size_t)1 << 20;
-  redcoll__tcp_umsg fake[REDCOLL__TCP_SPARES], *sp[REDCOLL__TCP_SPARES] = {0};
+  redcoll__tcp_umsg *fake[REDCOLL__TCP_SPARES], *sp[REDCOLL__TCP_SPARES] = {0};
+  int got = 1;
+  for (int i = 0; i < REDCOLL__TCP_SPARES; i++) got &= (fake[i] = calloc(1, sizeof *fake[i])) != NULL;
+  CHECK(got); /* (no memory: a failure, not a pass) */
   CHECK_INT(redcoll__tcp_spare_slot(sp, REDCOLL__TCP_SPARES, 0, REDCOLL__TCP_SPARE_MIN - 1), -1);
   CHECK_INT(redcoll__tcp_spare_slot(sp, REDCOLL__TCP_SPARES, 0, REDCOLL__TCP_SPARE_MAX + 1), -1);
   CHECK_INT(redcoll__tcp_spare_slot(sp, REDCOLL__TCP_SPARES, 0, M), 0);
-  /* Four of 4, 4, 4 and 3 MiB: 15 MiB held. */
+  /* Four of 4, 4, 3 and 4 MiB: 15 MiB held. */
   size_t caps[4] = {4 * M, 4 * M, 3 * M, 4 * M}, held = 15 * M;
-  for (int i = 0; i < 4; i++) {
-    fake[i].cap = caps[i];
-    sp[i] = &fake[i];
+  for (int i = 0; got && i < 4; i++) {
+    fake[i]->cap = caps[i];
+    sp[i] = fake[i];
   }
   CHECK_INT(redcoll__tcp_spare_slot(sp, REDCOLL__TCP_SPARES, held, M), 4);      /* 16 MiB: fits */
   CHECK_INT(redcoll__tcp_spare_slot(sp, REDCOLL__TCP_SPARES, held, 2 * M), -1); /* 17, 3 not smaller */
   CHECK_INT(redcoll__tcp_spare_slot(sp, REDCOLL__TCP_SPARES, held, 4 * M), 2);  /* 3 MiB's place */
-  /* Every slot taken by 1 MiB (16 MiB: the budget): a larger one takes
-   * the first smallest's place only while the sum fits. */
-  for (int i = 0; i < REDCOLL__TCP_SPARES; i++) {
-    fake[i].cap = M;
-    sp[i] = &fake[i];
+  /* Fifteen of 1 MiB and a free slot: another fits there; a 2 MiB one
+   * would pass the budget there, so it takes the first 1 MiB's place. */
+  for (int i = 0; got && i < REDCOLL__TCP_SPARES; i++) {
+    fake[i]->cap = M;
+    sp[i] = i < REDCOLL__TCP_SPARES - 1 ? fake[i] : NULL;
   }
-  held = (size_t)REDCOLL__TCP_SPARES * M;
+  held = (size_t)(REDCOLL__TCP_SPARES - 1) * M;
+  CHECK_INT(redcoll__tcp_spare_slot(sp, REDCOLL__TCP_SPARES, held, M), REDCOLL__TCP_SPARES - 1);
+  CHECK_INT(redcoll__tcp_spare_slot(sp, REDCOLL__TCP_SPARES, held, 2 * M), 0);
+  /* All sixteen (the budget): nothing more, nothing larger. */
+  sp[REDCOLL__TCP_SPARES - 1] = fake[REDCOLL__TCP_SPARES - 1];
+  held += M;
   CHECK_INT(redcoll__tcp_spare_slot(sp, REDCOLL__TCP_SPARES, held, M), -1);
-  CHECK_INT(redcoll__tcp_spare_slot(sp, REDCOLL__TCP_SPARES, held - M, 2 * M), 0); /* 16 MiB */
-  CHECK_INT(redcoll__tcp_spare_slot(sp, REDCOLL__TCP_SPARES, held, 2 * M), -1);    /* 17 MiB */
+  CHECK_INT(redcoll__tcp_spare_slot(sp, REDCOLL__TCP_SPARES, held, 2 * M), -1);
+  for (int i = 0; i < REDCOLL__TCP_SPARES; i++) free(fake[i]);
+  if (!got) return;
 
   /* Through the transport: 12 segments of 1 MiB kept at once, given back,
    * kept again: the same 12 buffers, and the budget holds. */
   redcoll__tcp *t = calloc(1, sizeof *t);
   int have = t != NULL && (t->peers = calloc(2, sizeof *t->peers)) != NULL;
   CHECK(have); /* (no memory: a failure, not a pass) */
-  if (!have) return;
+  if (!have) {
+    free(t);
+    return;
+  }
   t->size = 2;
   redcoll__tcp_pchan *pc = redcoll__tcp_pchan_get(t, 1, 40, 1);
   redcoll__tcp_umsg *first[12] = {0};
@@ -210,14 +222,35 @@ static void test_spares(void) {
   }
   CHECK_INT(made, 24);
   CHECK_INT(reused, 12);
-  /* A 16 MiB message would take the spares past the budget: freed, the
-   * spares kept. */
+  /* A shorter message reuses a spare of at most twice its length, keeping
+   * the spare's size; a much shorter one takes fresh memory. */
+  redcoll__tcp_umsg *mid = pc != NULL ? redcoll__tcp_umsg_push(t, 1, pc, 7, M / 2) : NULL;
+  redcoll__tcp_umsg *small = pc != NULL ? redcoll__tcp_umsg_push(t, 1, pc, 7, M / 4) : NULL;
+  CHECK(mid != NULL && mid->cap == M && mid->len == M / 2 && t->spare_bytes == 11 * M);
+  CHECK(small != NULL && small->cap == M / 4 && t->spare_bytes == 11 * M);
+  if (mid != NULL && small != NULL) {
+    pc->head = pc->tail = NULL;
+    redcoll__tcp_umsg_free(t, mid);
+    redcoll__tcp_umsg_free(t, small);
+    CHECK(t->spare_bytes == 12 * M + M / 4);
+    redcoll__tcp_spares_free(t); /* (back to none) */
+    CHECK(t->spare_bytes == 0);
+  }
+  /* A 16 MiB message: a spare alone; with another kept, past the budget. */
   redcoll__tcp_umsg *huge = pc != NULL ? redcoll__tcp_umsg_push(t, 1, pc, 7, 16 * M) : NULL;
   CHECK(huge != NULL);
-  if (huge != NULL) {
+  redcoll__tcp_umsg *one = pc != NULL ? redcoll__tcp_umsg_push(t, 1, pc, 7, M) : NULL;
+  CHECK(one != NULL);
+  if (huge != NULL && one != NULL) {
     pc->head = pc->tail = NULL;
     redcoll__tcp_umsg_free(t, huge);
-    CHECK(t->spare_bytes == 12 * M);
+    CHECK(t->spare_bytes == 16 * M);
+    redcoll__tcp_umsg_free(t, one); /* 17 MiB: freed */
+    CHECK(t->spare_bytes == 16 * M);
+    redcoll__tcp_umsg *again = redcoll__tcp_umsg_push(t, 1, pc, 7, 16 * M);
+    CHECK(again == huge && t->spare_bytes == 0);
+    pc->head = pc->tail = NULL;
+    if (again != NULL) redcoll__tcp_umsg_free(t, again);
   }
   t->peers[1].unexpected = 0;
   redcoll__tcp_pchan_free_all(t, 1);

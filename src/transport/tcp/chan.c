@@ -57,11 +57,12 @@ void redcoll__tcp_pchan_free_all(redcoll__tcp *t, int q) {
 }
 
 /* A buffer for a kept message of len bytes: the smallest spare that holds
- * it, else fresh memory. */
+ * it and is at most twice its size (a 64 KiB message does not take the
+ * 16 MiB spare the next large one needs), else fresh memory. */
 static redcoll__tcp_umsg *umsg_alloc(redcoll__tcp *t, size_t len) {
   int best = -1;
   for (int i = 0; len >= REDCOLL__TCP_SPARE_MIN && i < REDCOLL__TCP_SPARES; i++)
-    if (t->spare[i] != NULL && t->spare[i]->cap >= len &&
+    if (t->spare[i] != NULL && t->spare[i]->cap >= len && t->spare[i]->cap / 2 <= len &&
         (best < 0 || t->spare[i]->cap < t->spare[best]->cap))
       best = i;
   if (best >= 0) {

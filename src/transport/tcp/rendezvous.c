@@ -271,6 +271,8 @@ static int connect_retry(const redcoll__tcp_addr *addr, int64_t deadline, int *l
       errno = err;
     }
     if (r == 0 && redcoll__tcp_fd_self_connected(fd)) {
+      redcoll__log(3, "tcp: the connection to the rendezvous address was connected to itself "
+                      "(its local port is that port); trying again");
       r = -1;
       errno = ECONNREFUSED;
     }

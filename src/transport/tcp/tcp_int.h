@@ -171,10 +171,11 @@ typedef struct redcoll__tcp_umsg {
 
 /* Large kept messages' buffers, kept for the next ones (chan.c): fresh
  * memory costs a page fault per page on every message, which on a
- * virtual machine can cost more than the copy (about 20 us a page on the
+ * virtual machine can cost more than the copy (about 15 us a page on the
  * machine of docs/performance.md).  Up to SPARES buffers of
  * REDCOLL__TCP_SPARE_MIN .. REDCOLL__TCP_SPARE_MAX bytes, at most
- * REDCOLL__TCP_SPARE_BYTES in all: a piped step's segments (1 MiB, a
+ * REDCOLL__TCP_SPARE_BYTES in all, each reused for a message of at least
+ * half its size: a piped step's segments (1 MiB, a
  * dozen kept at once when the sender runs ahead) reuse their buffers from
  * one call to the next, and an idle transport holds no more than a few
  * large messages' worth. */
