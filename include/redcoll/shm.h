@@ -22,12 +22,11 @@
  * REDCOLL_SHM_CMA=0 or copy = REDCOLL_SHM_COPY_QUEUE asks so, larger
  * messages take the pipelined double copy through the queue too.
  *
- * Waiting.  A rank waiting for a peer polls, without yielding the CPU,
- * for at most REDCOLL_SPIN_US microseconds (default 100, 0 turns it off;
- * by default no polling when the segment has more ranks than the host has
- * CPUs), then sleeps on a futex in the segment until a peer rings it: a
- * host with more ranks than cores is not kept busy by the ranks that
- * wait.
+ * Waiting.  A rank waiting for a peer polls, giving the CPU away
+ * (sched_yield) between polls, for at most REDCOLL_SPIN_US microseconds
+ * (default 100, 0 turns it off), then sleeps on a futex in the segment
+ * until a peer rings it: a host with more ranks than cores is not kept
+ * busy by the ranks that wait.
  *
  * Failures.  Every rank holds a pidfd of every peer and asks them while it
  * waits (every 5 ms at most): a peer that dies (kill -9) makes every

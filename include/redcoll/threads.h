@@ -5,14 +5,11 @@
  * the receiver's buffer, when both the send and the matching receive have
  * been posted (rendezvous): whichever of the two threads arrives second
  * does the copy, the first one waits until it is done.  Nothing is queued.
- * A waiting thread first checks again, without yielding its CPU, for at
- * most REDCOLL_SPIN_US microseconds (default 100, 0 turns it off; by
- * default none when the world has more threads than the host has CPUs),
- * then sleeps on a condition variable: a thread that sleeps leaves its CPU
- * idle, and waking it again costs tens of microseconds on a virtual
- * machine, several times a small message's copy.  (A thread that yielded
- * instead would hand its CPU to any busy process there for the rest of
- * that one's time slice, a 4 ms tick here: docs/performance.md.)
+ * A waiting thread first checks again, giving its CPU away (sched_yield)
+ * between checks, for at most REDCOLL_SPIN_US microseconds (default 100, 0
+ * turns it off), then sleeps on a condition variable: a thread that sleeps
+ * leaves its CPU idle, and waking it again costs tens of microseconds on a
+ * virtual machine, several times a small message's copy.
  *
  * Two ways to use it:
  *   - redcoll_threads_run() starts p threads, gives each its communicator,

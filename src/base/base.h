@@ -37,23 +37,14 @@ void redcoll__log(int level, const char *fmt, ...) __attribute__((format(printf,
 
 /* ---- waiting (log.c) ----------------------------------------------------- */
 
-/* How long (ns) a transport waiting for a peer polls before it sleeps in
- * the kernel: REDCOLL_SPIN_US, default REDCOLL__SPIN_US_DEFAULT.  A process
- * or thread that sleeps leaves its CPU idle, and on a virtual machine
- * waking an idle CPU costs tens of microseconds, more than a small
- * message's transfer.  The poll does not yield (redcoll__spin_relax): a
- * rank that yields hands its CPU to any other process there for the rest
- * of that one's time slice (a 4 ms tick, measured: docs/performance.md),
- * where a sleeper is woken at once. */
+/* How long (ns) a transport waiting for a peer polls, yielding the CPU
+ * between polls, before it sleeps in the kernel: REDCOLL_SPIN_US, default
+ * REDCOLL__SPIN_US_DEFAULT.  A process or thread that sleeps leaves its CPU
+ * idle, and on a virtual machine waking an idle CPU costs tens of
+ * microseconds, more than a small message's transfer; one that yields lets
+ * the other ranks on its CPU run meanwhile. */
 #define REDCOLL__SPIN_US_DEFAULT 100
 uint64_t redcoll__spin_ns(void);
-/* The poll for ranks that share CPUs: ranks_per_cpu > 1 (the ranks this
- * transport knows of on the host over its CPUs) does not poll at all, since
- * the peer a rank waits for may need its CPU; REDCOLL_SPIN_US, when set,
- * wins. */
-uint64_t redcoll__spin_ns_for(double ranks_per_cpu);
-/* One step of a poll: the CPU's spin-wait hint. */
-void redcoll__spin_relax(void);
 
 /* ---- the accessor (core: api/comm.c) ------------------------------------- */
 

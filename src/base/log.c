@@ -30,10 +30,8 @@ int redcoll__log_level(void) {
   return v;
 }
 
-/* UINT64_MAX: not read yet.  Read once; every thread computes the same.
- * spin_set: REDCOLL_SPIN_US gave it. */
+/* UINT64_MAX: not read yet.  Read once; every thread computes the same. */
 static uint64_t spin_ns = UINT64_MAX;
-static int spin_set;
 
 uint64_t redcoll__spin_ns(void) {
   uint64_t v = __atomic_load_n(&spin_ns, __ATOMIC_RELAXED);
@@ -41,28 +39,12 @@ uint64_t redcoll__spin_ns(void) {
   v = (uint64_t)REDCOLL__SPIN_US_DEFAULT * 1000;
   uint64_t us;
   int rc = redcoll__env_u64("REDCOLL_SPIN_US", 1000000, &us);
-  if (rc == REDCOLL_OK) {
-    v = us * 1000;
-    __atomic_store_n(&spin_set, 1, __ATOMIC_RELAXED);
-  } else if (rc != REDCOLL__ENV_UNSET)
+  if (rc == REDCOLL_OK) v = us * 1000;
+  else if (rc != REDCOLL__ENV_UNSET)
     redcoll__log(1, "REDCOLL_SPIN_US=%s is not a number of microseconds up to 1000000; using %d",
                  redcoll__env("REDCOLL_SPIN_US"), REDCOLL__SPIN_US_DEFAULT);
   __atomic_store_n(&spin_ns, v, __ATOMIC_RELAXED);
   return v;
-}
-
-uint64_t redcoll__spin_ns_for(double ranks_per_cpu) {
-  uint64_t v = redcoll__spin_ns();
-  if (__atomic_load_n(&spin_set, __ATOMIC_RELAXED)) return v;
-  return ranks_per_cpu > 1 ? 0 : v;
-}
-
-void redcoll__spin_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  __asm__ __volatile__("yield");
-#endif
 }
 
 void redcoll__log(int level, const char *fmt, ...) {

@@ -497,8 +497,7 @@ int redcoll__shm_impl_create(const redcoll_shm_config *cfg, shm_impl **out) {
   uint64_t ms = cfg->wait_timeout_ms != 0 ? cfg->wait_timeout_ms : REDCOLL_SHM_DEFAULT_WAIT_TIMEOUT_MS;
   t->timeout_ns = ms == REDCOLL_WAIT_FOREVER || ms > UINT64_MAX / 1000000u ? UINT64_MAX
                                                                           : ms * 1000000u;
-  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  t->spin_ns = redcoll__spin_ns_for(cpus > 0 ? (double)t->size / (double)cpus : 1);
+  t->spin_ns = redcoll__spin_ns();
   snprintf(t->name, sizeof t->name, "%s%s", cfg->name[0] == '/' ? "" : "/", cfg->name);
   pthread_mutex_init(&t->mu, NULL);
   t->peers = calloc((size_t)t->size, sizeof *t->peers);

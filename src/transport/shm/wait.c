@@ -8,11 +8,11 @@
  * processes. */
 #include <errno.h>
 #include <linux/futex.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "base.h"
 #include "wait.h"
 
 uint64_t redcoll__shm_now(void) {
@@ -38,7 +38,7 @@ int redcoll__shm_bell_wait(redcoll__shm_bell *b, uint32_t seen, uint64_t spin_un
     uint64_t now = redcoll__shm_now();
     if (now >= until_ns) return 0;
     if (now < spin_until_ns) {
-      redcoll__spin_relax();
+      sched_yield();
       continue;
     }
     uint64_t left = until_ns - now;

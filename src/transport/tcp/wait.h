@@ -18,8 +18,5 @@ int redcoll__tcp_progress(redcoll__tcp *t, int (*done)(redcoll__tcp *, void *), 
 /* With t->mu held, after posting work for the loop: wakes the leader's
  * poll so that the loop sees it. */
 void redcoll__tcp_kick(redcoll__tcp *t);
-/* Ranks per CPU on the busiest kernel (the transport's info, and whether a
- * waiting thread polls before it sleeps: redcoll__spin_ns_for). */
-double redcoll__tcp_ranks_per_cpu(const redcoll__tcp *t);
 
 #endif /* REDCOLL_TCP_WAIT_H */

@@ -31,7 +31,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
-#include <unistd.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,7 +80,6 @@ typedef struct th_world {
   pthread_mutex_t mu;
   pthread_condattr_t cvattr; /* CLOCK_MONOTONIC */
   int p;
-  uint64_t spin_ns;   /* a wait's poll before it sleeps (redcoll__spin_ns_for) */
   int refs;
   int aborted;        /* the status given to abort; 0 while not aborted */
   int64_t timeout_ms; /* bound on one call; < 0: none */
@@ -191,8 +190,6 @@ static int world_new(int p, const redcoll_threads_config *cfg, th_world **out) {
    * fire or postpone a timeout. */
   if (pthread_condattr_setclock(&w->cvattr, CLOCK_MONOTONIC) != 0) goto fail_attr;
   w->p = p;
-  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  w->spin_ns = redcoll__spin_ns_for(cpus > 0 ? (double)p / (double)cpus : 1);
   w->refs = 1;
   w->timeout_ms = timeout;
   if (cfg != NULL && (cfg->hosts != NULL || cfg->ranks_per_host > 1)) {
@@ -307,7 +304,7 @@ static int wait_slots(th_world *w, th_port *me, th_slot *a, th_slot *b,
                       const struct timespec *deadline) {
   th_slot *const sl[2] = {a, b};
   int expired = 0;
-  uint64_t spin_until = w->spin_ns != 0 ? now_ns() + w->spin_ns : 0;
+  uint64_t spin = redcoll__spin_ns(), spin_until = spin != 0 ? now_ns() + spin : 0;
   for (;;) {
     int cancel = REDCOLL_OK, pending = 0, failed = 0;
     for (int i = 0; i < 2; i++) {
@@ -349,7 +346,7 @@ static int wait_slots(th_world *w, th_port *me, th_slot *a, th_slot *b,
           spin_until = 0;
           break;
         }
-        redcoll__spin_relax();
+        sched_yield();
       }
       pthread_mutex_lock(&w->mu);
       continue;
