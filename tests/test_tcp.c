@@ -155,38 +155,44 @@ static void test_umsg_deliver(void) {
  * the same buffers in the next call instead of fresh, page-faulting
  * memory; a buffer too small or too large, or one that would take the
  * spares past the budget, is freed. */
+/* What t's spares hold together. */
+static size_t held(const redcoll__tcp *t) {
+  return redcoll__tcp_spares_held(t->spare, REDCOLL__TCP_SPARES);
+}
+
 static void test_spares(void) {
   const size_t M = (size_t)1 << 20;
   redcoll__tcp_umsg *fake[REDCOLL__TCP_SPARES], *sp[REDCOLL__TCP_SPARES] = {0};
   int got = 1;
-  for (int i = 0; i < REDCOLL__TCP_SPARES; i++) got &= (fake[i] = calloc(1, sizeof *fake[i])) != NULL;
+  for (int i = 0; i < REDCOLL__TCP_SPARES; i++)
+    got &= (fake[i] = calloc(1, sizeof *fake[i])) != NULL;
   CHECK(got); /* (no memory: a failure, not a pass) */
-  CHECK_INT(redcoll__tcp_spare_slot(sp, REDCOLL__TCP_SPARES, 0, REDCOLL__TCP_SPARE_MIN - 1), -1);
-  CHECK_INT(redcoll__tcp_spare_slot(sp, REDCOLL__TCP_SPARES, 0, REDCOLL__TCP_SPARE_MAX + 1), -1);
-  CHECK_INT(redcoll__tcp_spare_slot(sp, REDCOLL__TCP_SPARES, 0, M), 0);
+  CHECK_INT(redcoll__tcp_spare_slot(sp, REDCOLL__TCP_SPARES, REDCOLL__TCP_SPARE_MIN - 1), -1);
+  CHECK_INT(redcoll__tcp_spare_slot(sp, REDCOLL__TCP_SPARES, REDCOLL__TCP_SPARE_MAX + 1), -1);
+  CHECK_INT(redcoll__tcp_spare_slot(sp, REDCOLL__TCP_SPARES, M), 0);
   /* Four of 4, 4, 3 and 4 MiB: 15 MiB held. */
-  size_t caps[4] = {4 * M, 4 * M, 3 * M, 4 * M}, held = 15 * M;
+  size_t caps[4] = {4 * M, 4 * M, 3 * M, 4 * M};
   for (int i = 0; got && i < 4; i++) {
     fake[i]->cap = caps[i];
     sp[i] = fake[i];
   }
-  CHECK_INT(redcoll__tcp_spare_slot(sp, REDCOLL__TCP_SPARES, held, M), 4);      /* 16 MiB: fits */
-  CHECK_INT(redcoll__tcp_spare_slot(sp, REDCOLL__TCP_SPARES, held, 2 * M), -1); /* 17, 3 not smaller */
-  CHECK_INT(redcoll__tcp_spare_slot(sp, REDCOLL__TCP_SPARES, held, 4 * M), 2);  /* 3 MiB's place */
+  CHECK(redcoll__tcp_spares_held(sp, REDCOLL__TCP_SPARES) == 15 * M);
+  CHECK_INT(redcoll__tcp_spare_slot(sp, REDCOLL__TCP_SPARES, M), 4);      /* 16 MiB: fits */
+  CHECK_INT(redcoll__tcp_spare_slot(sp, REDCOLL__TCP_SPARES, 2 * M), -1); /* 17, 3 not smaller */
+  CHECK_INT(redcoll__tcp_spare_slot(sp, REDCOLL__TCP_SPARES, 4 * M), 2);  /* 3 MiB's place */
   /* Fifteen of 1 MiB and a free slot: another fits there; a 2 MiB one
    * would pass the budget there, so it takes the first 1 MiB's place. */
   for (int i = 0; got && i < REDCOLL__TCP_SPARES; i++) {
     fake[i]->cap = M;
     sp[i] = i < REDCOLL__TCP_SPARES - 1 ? fake[i] : NULL;
   }
-  held = (size_t)(REDCOLL__TCP_SPARES - 1) * M;
-  CHECK_INT(redcoll__tcp_spare_slot(sp, REDCOLL__TCP_SPARES, held, M), REDCOLL__TCP_SPARES - 1);
-  CHECK_INT(redcoll__tcp_spare_slot(sp, REDCOLL__TCP_SPARES, held, 2 * M), 0);
+  CHECK(redcoll__tcp_spares_held(sp, REDCOLL__TCP_SPARES) == 15 * M);
+  CHECK_INT(redcoll__tcp_spare_slot(sp, REDCOLL__TCP_SPARES, M), REDCOLL__TCP_SPARES - 1);
+  CHECK_INT(redcoll__tcp_spare_slot(sp, REDCOLL__TCP_SPARES, 2 * M), 0);
   /* All sixteen (the budget): nothing more, nothing larger. */
   sp[REDCOLL__TCP_SPARES - 1] = fake[REDCOLL__TCP_SPARES - 1];
-  held += M;
-  CHECK_INT(redcoll__tcp_spare_slot(sp, REDCOLL__TCP_SPARES, held, M), -1);
-  CHECK_INT(redcoll__tcp_spare_slot(sp, REDCOLL__TCP_SPARES, held, 2 * M), -1);
+  CHECK_INT(redcoll__tcp_spare_slot(sp, REDCOLL__TCP_SPARES, M), -1);
+  CHECK_INT(redcoll__tcp_spare_slot(sp, REDCOLL__TCP_SPARES, 2 * M), -1);
   for (int i = 0; i < REDCOLL__TCP_SPARES; i++) free(fake[i]);
   if (!got) return;
 
@@ -211,14 +217,14 @@ static void test_spares(void) {
       for (int j = 0; round == 1 && j < 12; j++) reused += first[j] == m;
       if (round == 0) first[i] = m;
     }
-    CHECK(t->spare_bytes == 0); /* none yet, then all taken back out */
+    CHECK(held(t) == 0); /* none yet, then all taken back out */
     while (pc->head != NULL) {
       redcoll__tcp_umsg *m = pc->head;
       pc->head = m->next;
       redcoll__tcp_umsg_free(t, m);
     }
     pc->tail = NULL;
-    CHECK(t->spare_bytes == 12 * M);
+    CHECK(held(t) == 12 * M);
   }
   CHECK_INT(made, 24);
   CHECK_INT(reused, 12);
@@ -226,15 +232,15 @@ static void test_spares(void) {
    * the spare's size; a much shorter one takes fresh memory. */
   redcoll__tcp_umsg *mid = pc != NULL ? redcoll__tcp_umsg_push(t, 1, pc, 7, M / 2) : NULL;
   redcoll__tcp_umsg *small = pc != NULL ? redcoll__tcp_umsg_push(t, 1, pc, 7, M / 4) : NULL;
-  CHECK(mid != NULL && mid->cap == M && mid->len == M / 2 && t->spare_bytes == 11 * M);
-  CHECK(small != NULL && small->cap == M / 4 && t->spare_bytes == 11 * M);
+  CHECK(mid != NULL && mid->cap == M && mid->len == M / 2 && held(t) == 11 * M);
+  CHECK(small != NULL && small->cap == M / 4 && held(t) == 11 * M);
   if (mid != NULL && small != NULL) {
     pc->head = pc->tail = NULL;
     redcoll__tcp_umsg_free(t, mid);
     redcoll__tcp_umsg_free(t, small);
-    CHECK(t->spare_bytes == 12 * M + M / 4);
+    CHECK(held(t) == 12 * M + M / 4);
     redcoll__tcp_spares_free(t); /* (back to none) */
-    CHECK(t->spare_bytes == 0);
+    CHECK(held(t) == 0);
   }
   /* A 16 MiB message: a spare alone; with another kept, past the budget. */
   redcoll__tcp_umsg *huge = pc != NULL ? redcoll__tcp_umsg_push(t, 1, pc, 7, 16 * M) : NULL;
@@ -244,18 +250,18 @@ static void test_spares(void) {
   if (huge != NULL && one != NULL) {
     pc->head = pc->tail = NULL;
     redcoll__tcp_umsg_free(t, huge);
-    CHECK(t->spare_bytes == 16 * M);
+    CHECK(held(t) == 16 * M);
     redcoll__tcp_umsg_free(t, one); /* 17 MiB: freed */
-    CHECK(t->spare_bytes == 16 * M);
+    CHECK(held(t) == 16 * M);
     redcoll__tcp_umsg *again = redcoll__tcp_umsg_push(t, 1, pc, 7, 16 * M);
-    CHECK(again == huge && t->spare_bytes == 0);
+    CHECK(again == huge && held(t) == 0);
     pc->head = pc->tail = NULL;
     if (again != NULL) redcoll__tcp_umsg_free(t, again);
   }
   t->peers[1].unexpected = 0;
   redcoll__tcp_pchan_free_all(t, 1);
   redcoll__tcp_spares_free(t);
-  CHECK(t->spare_bytes == 0);
+  CHECK(held(t) == 0);
   redcoll__tcp_groups_free(t);
   free(t->peers);
   free(t);

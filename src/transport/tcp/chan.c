@@ -68,7 +68,6 @@ static redcoll__tcp_umsg *umsg_alloc(redcoll__tcp *t, size_t len) {
   if (best >= 0) {
     redcoll__tcp_umsg *m = t->spare[best];
     t->spare[best] = NULL;
-    t->spare_bytes -= m->cap;
     return m;
   }
   redcoll__tcp_umsg *m = malloc(sizeof *m + len);
@@ -76,8 +75,15 @@ static redcoll__tcp_umsg *umsg_alloc(redcoll__tcp *t, size_t len) {
   return m;
 }
 
-int redcoll__tcp_spare_slot(redcoll__tcp_umsg *const *spare, int n, size_t held, size_t cap) {
+size_t redcoll__tcp_spares_held(redcoll__tcp_umsg *const *spare, int n) {
+  size_t held = 0;
+  for (int i = 0; i < n; i++) held += spare[i] != NULL ? spare[i]->cap : 0;
+  return held;
+}
+
+int redcoll__tcp_spare_slot(redcoll__tcp_umsg *const *spare, int n, size_t cap) {
   if (cap < REDCOLL__TCP_SPARE_MIN || cap > REDCOLL__TCP_SPARE_MAX) return -1;
+  size_t held = redcoll__tcp_spares_held(spare, n);
   int at = -1, small = -1;
   for (int i = 0; i < n; i++) {
     if (spare[i] == NULL) {
@@ -88,23 +94,20 @@ int redcoll__tcp_spare_slot(redcoll__tcp_umsg *const *spare, int n, size_t held,
   }
   if (at >= 0 && held + cap <= REDCOLL__TCP_SPARE_BYTES) return at;
   /* In place of the smallest spare, if that is smaller and the sum fits. */
-  if (small >= 0 && spare[small]->cap < cap && held - spare[small]->cap + cap <= REDCOLL__TCP_SPARE_BYTES)
+  if (small >= 0 && spare[small]->cap < cap &&
+      held - spare[small]->cap + cap <= REDCOLL__TCP_SPARE_BYTES)
     return small;
   return -1;
 }
 
 void redcoll__tcp_umsg_free(redcoll__tcp *t, redcoll__tcp_umsg *m) {
-  int at = redcoll__tcp_spare_slot(t->spare, REDCOLL__TCP_SPARES, t->spare_bytes, m->cap);
+  int at = redcoll__tcp_spare_slot(t->spare, REDCOLL__TCP_SPARES, m->cap);
   if (at < 0) {
     free(m);
     return;
   }
-  if (t->spare[at] != NULL) {
-    t->spare_bytes -= t->spare[at]->cap;
-    free(t->spare[at]);
-  }
+  free(t->spare[at]); /* (NULL, or the smaller spare m replaces) */
   t->spare[at] = m;
-  t->spare_bytes += m->cap;
 }
 
 void redcoll__tcp_spares_free(redcoll__tcp *t) {
@@ -112,7 +115,6 @@ void redcoll__tcp_spares_free(redcoll__tcp *t) {
     free(t->spare[i]);
     t->spare[i] = NULL;
   }
-  t->spare_bytes = 0;
 }
 
 void redcoll__tcp_recv_drop_pre(redcoll__tcp *t, redcoll__tcp_recv *r) {

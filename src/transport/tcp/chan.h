@@ -25,12 +25,14 @@ redcoll__tcp_umsg *redcoll__tcp_umsg_push(redcoll__tcp *t, int q, redcoll__tcp_p
  * freed (t->mu held).  And every spare, at destroy. */
 void redcoll__tcp_umsg_free(redcoll__tcp *t, redcoll__tcp_umsg *m);
 void redcoll__tcp_spares_free(redcoll__tcp *t);
-/* Where a freed buffer of cap bytes goes among the n spares, which hold
- * `held` bytes together: a free slot if the sum stays within
- * REDCOLL__TCP_SPARE_BYTES, else the slot of the smallest spare if that is
- * smaller than cap and the sum without it fits; -1: freed (also for a cap
- * outside REDCOLL__TCP_SPARE_MIN .. MAX).  Pure, for the unit tests. */
-int redcoll__tcp_spare_slot(redcoll__tcp_umsg *const *spare, int n, size_t held, size_t cap);
+/* The bytes the n spares hold together (their caps). */
+size_t redcoll__tcp_spares_held(redcoll__tcp_umsg *const *spare, int n);
+/* Where a freed buffer of cap bytes goes among the n spares: a free slot
+ * if their sum stays within REDCOLL__TCP_SPARE_BYTES, else the slot of the
+ * smallest spare if that is smaller than cap and the sum without it fits;
+ * -1: freed (also for a cap outside REDCOLL__TCP_SPARE_MIN .. MAX).  Pure,
+ * for the unit tests. */
+int redcoll__tcp_spare_slot(redcoll__tcp_umsg *const *spare, int n, size_t cap);
 /* Frees the bytes of a message that receive r took over while it arrived
  * (r->pre, recv.c), once copied or when r ends first. */
 void redcoll__tcp_recv_drop_pre(redcoll__tcp *t, redcoll__tcp_recv *r);

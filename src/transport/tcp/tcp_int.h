@@ -269,7 +269,6 @@ struct redcoll__tcp {
   size_t nbuckets, ngroups;
   uint64_t unexpected_max;
   redcoll__tcp_umsg *spare[REDCOLL__TCP_SPARES]; /* chan.c; NULL: none */
-  size_t spare_bytes; /* the spares' caps together */
   int rank, size;
   uint64_t timeout_ms;
   uv_tcp_t listener;
