@@ -98,7 +98,7 @@ static void *producer(void *vp) {
         continue;
       }
       s->sleeps[0]++;
-      redcoll__shm_bell_wait(&s->bells[0], seen, 0, UINT64_MAX);
+      redcoll__shm_bell_wait(&s->bells[0], seen, 0, 0, UINT64_MAX);
     }
     k += n;
   }
@@ -117,7 +117,7 @@ static void *consumer(void *vp) {
     size_t m = redcoll__shm_queue_get(s->q, CAP, chunk, want);
     if (m == 0) {
       s->sleeps[1]++;
-      redcoll__shm_bell_wait(&s->bells[1], seen, 0, UINT64_MAX);
+      redcoll__shm_bell_wait(&s->bells[1], seen, 0, 0, UINT64_MAX);
       continue;
     }
     redcoll__shm_bell_ring(&s->bells[0]);
@@ -160,7 +160,7 @@ static void *wait_thread(void *vp) {
   waiter *w = vp;
   uint64_t t0 = redcoll__shm_now();
   /* No spinning: straight into the futex; bounded at 10 s. */
-  w->woke = redcoll__shm_bell_wait(&w->bell, w->seen, 0, t0 + 10000000000ull);
+  w->woke = redcoll__shm_bell_wait(&w->bell, w->seen, 0, 0, t0 + 10000000000ull);
   w->took = (double)(redcoll__shm_now() - t0) * 1e-9;
   return NULL;
 }
@@ -188,13 +188,19 @@ static void bell_times_out(void) {
   redcoll__shm_bell b;
   memset(&b, 0, sizeof b);
   uint32_t seen = redcoll__shm_bell_read(&b);
-  uint64_t t0 = redcoll__shm_now();
-  CHECK_INT(redcoll__shm_bell_wait(&b, seen, t0 + 2000000, t0 + 30000000), 0);
-  uint64_t took = redcoll__shm_now() - t0;
-  CHECK_MSG(took >= 30000000 && took < 2000000000, "waited %llu ns", (unsigned long long)took);
+  /* Polls yielding, pausing, or both one after the other; then sleeps. */
+  static const uint64_t pauses[] = {0, 1000000, 2000000};
+  for (int i = 0; i < 3; i++) {
+    uint64_t pause = pauses[i];
+    uint64_t t0 = redcoll__shm_now();
+    CHECK_INT(redcoll__shm_bell_wait(&b, seen, t0 + pause, t0 + 2000000, t0 + 30000000), 0);
+    uint64_t took = redcoll__shm_now() - t0;
+    CHECK_MSG(took >= 30000000 && took < 2000000000, "pause %llu ns: waited %llu ns",
+              (unsigned long long)pause, (unsigned long long)took);
+  }
   /* A ring before the wait: it returns at once. */
   redcoll__shm_bell_ring(&b);
-  CHECK_INT(redcoll__shm_bell_wait(&b, seen, 0, redcoll__shm_now() + 1000000000), 1);
+  CHECK_INT(redcoll__shm_bell_wait(&b, seen, 0, 0, redcoll__shm_now() + 1000000000), 1);
 }
 
 TEST_MAIN(TEST(counts_and_wrap), TEST(stream_threads), TEST(bell_wakes_sleeper),

@@ -22,9 +22,11 @@
  * REDCOLL_SHM_CMA=0 or copy = REDCOLL_SHM_COPY_QUEUE asks so, larger
  * messages take the pipelined double copy through the queue too.
  *
- * Waiting.  A rank waiting for a peer polls, giving the CPU away
- * (sched_yield) between polls, for at most REDCOLL_SPIN_US microseconds
- * (default 100, 0 turns it off), then sleeps on a futex in the segment
+ * Waiting.  A rank waiting for a peer polls for at most REDCOLL_SPIN_US
+ * microseconds (default 100, 0 turns it off): the first REDCOLL_PAUSE_US
+ * (default 1) with the CPU's pause hint, unless the segment's ranks
+ * outnumber the CPUs, the rest giving the CPU away (sched_yield) between
+ * polls; then it sleeps on a futex in the segment
  * until a peer rings it: a host with more ranks than cores is not kept
  * busy by the ranks that wait.
  *

@@ -44,9 +44,11 @@
  * longer than the timeout returns REDCOLL_ETIMEDOUT.  After an error the
  * communicator is broken; the others over the same connections go on.
  *
- * Waiting.  A blocking call first polls its sockets, giving the CPU away
- * (sched_yield) between polls, for at most REDCOLL_SPIN_US microseconds
- * (default 100, 0 turns it off), then sleeps in the kernel until a socket
+ * Waiting.  A blocking call first polls its sockets for at most
+ * REDCOLL_SPIN_US microseconds (default 100, 0 turns it off): the first
+ * REDCOLL_PAUSE_US (default 1) with the CPU's pause hint unless the ranks
+ * on the busiest host outnumber its CPUs, the rest giving the CPU away
+ * (sched_yield) between polls; then it sleeps in the kernel until a socket
  * or its deadline wakes it.  Calls on several communicators from several
  * threads take turns running the event loop: one thread polls the sockets
  * for all of them, the others sleep until their operation is done.

@@ -37,14 +37,26 @@ void redcoll__log(int level, const char *fmt, ...) __attribute__((format(printf,
 
 /* ---- waiting (log.c) ----------------------------------------------------- */
 
-/* How long (ns) a transport waiting for a peer polls, yielding the CPU
- * between polls, before it sleeps in the kernel: REDCOLL_SPIN_US, default
- * REDCOLL__SPIN_US_DEFAULT.  A process or thread that sleeps leaves its CPU
- * idle, and on a virtual machine waking an idle CPU costs tens of
- * microseconds, more than a small message's transfer; one that yields lets
- * the other ranks on its CPU run meanwhile. */
+/* How long (ns) a transport waiting for a peer polls before it sleeps in
+ * the kernel: REDCOLL_SPIN_US, default REDCOLL__SPIN_US_DEFAULT.  A process
+ * or thread that sleeps leaves its CPU idle, and on a virtual machine
+ * waking an idle CPU costs tens of microseconds, more than a small
+ * message's transfer. */
 #define REDCOLL__SPIN_US_DEFAULT 100
 uint64_t redcoll__spin_ns(void);
+/* How much of that poll (ns) spins on the CPU's pause hint before the rest
+ * yields the CPU between looks: REDCOLL__PAUSE_US (at most the whole poll)
+ * where ranks_per_cpu <= 1, none where the transport's ranks on the host
+ * outnumber its CPUs.  A peer that runs on a CPU of its own answers within
+ * microseconds, and a yield would hand this CPU to whatever other process
+ * is runnable for the rest of that one's time slice (milliseconds); a
+ * peer that waits for a CPU, this one's perhaps, needs the yields, and
+ * without them a rank sharing its CPU with a busy process costs its peer
+ * 230 us per call instead of 18 (measured: docs/performance.md). */
+#define REDCOLL__PAUSE_US_DEFAULT 1
+uint64_t redcoll__spin_pause_ns(double ranks_per_cpu);
+/* One look of a poll: the pause hint if pause, else sched_yield. */
+void redcoll__spin_relax(int pause);
 
 /* ---- the accessor (core: api/comm.c) ------------------------------------- */
 

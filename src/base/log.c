@@ -1,5 +1,6 @@
 /* Diagnostics on stderr (redcoll__log and its level, REDCOLL_LOG_LEVEL) and
  * how long transports spin before they sleep (REDCOLL_SPIN_US). */
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,21 +31,45 @@ int redcoll__log_level(void) {
   return v;
 }
 
-/* UINT64_MAX: not read yet.  Read once; every thread computes the same. */
-static uint64_t spin_ns = UINT64_MAX;
-
-uint64_t redcoll__spin_ns(void) {
-  uint64_t v = __atomic_load_n(&spin_ns, __ATOMIC_RELAXED);
+/* A time in microseconds from the environment, as nanoseconds, read once
+ * into *cache (UINT64_MAX: not read yet); every thread computes the same. */
+static uint64_t env_us(const char *name, int def_us, uint64_t *cache) {
+  uint64_t v = __atomic_load_n(cache, __ATOMIC_RELAXED);
   if (v != UINT64_MAX) return v;
-  v = (uint64_t)REDCOLL__SPIN_US_DEFAULT * 1000;
+  v = (uint64_t)def_us * 1000;
   uint64_t us;
-  int rc = redcoll__env_u64("REDCOLL_SPIN_US", 1000000, &us);
+  int rc = redcoll__env_u64(name, 1000000, &us);
   if (rc == REDCOLL_OK) v = us * 1000;
   else if (rc != REDCOLL__ENV_UNSET)
-    redcoll__log(1, "REDCOLL_SPIN_US=%s is not a number of microseconds up to 1000000; using %d",
-                 redcoll__env("REDCOLL_SPIN_US"), REDCOLL__SPIN_US_DEFAULT);
-  __atomic_store_n(&spin_ns, v, __ATOMIC_RELAXED);
+    redcoll__log(1, "%s=%s is not a number of microseconds up to 1000000; using %d", name,
+                 redcoll__env(name), def_us);
+  __atomic_store_n(cache, v, __ATOMIC_RELAXED);
   return v;
+}
+
+static uint64_t spin_ns = UINT64_MAX, pause_ns = UINT64_MAX;
+
+uint64_t redcoll__spin_ns(void) {
+  return env_us("REDCOLL_SPIN_US", REDCOLL__SPIN_US_DEFAULT, &spin_ns);
+}
+
+uint64_t redcoll__spin_pause_ns(double ranks_per_cpu) {
+  uint64_t spin = redcoll__spin_ns();
+  uint64_t pause = env_us("REDCOLL_PAUSE_US", REDCOLL__PAUSE_US_DEFAULT, &pause_ns);
+  if (ranks_per_cpu > 1) return 0;
+  return pause < spin ? pause : spin;
+}
+
+void redcoll__spin_relax(int pause) {
+  if (!pause) {
+    sched_yield();
+    return;
+  }
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
 }
 
 void redcoll__log(int level, const char *fmt, ...) {

@@ -205,7 +205,7 @@ static int sh_exchange(void *impl, const redcoll_transport_ctx *ctx,
     pthread_mutex_unlock(&t->mu);
     uint64_t until = now + REDCOLL__SHM_LIVE_NS;
     if (until > deadline) until = deadline;
-    redcoll__shm_bell_wait(bell, seen, now + t->spin_ns, until);
+    redcoll__shm_bell_wait(bell, seen, now + t->pause_ns, now + t->spin_ns, until);
     pthread_mutex_lock(&t->mu);
   }
   t->callers--;
@@ -339,7 +339,7 @@ int redcoll__shm_progress_since(shm_impl *t, uint64_t until_ns, uint64_t kick0) 
     if (wake > until_ns) wake = until_ns;
     if (wake > next) wake = next;
     pthread_mutex_unlock(&t->mu);
-    redcoll__shm_bell_wait(bell, seen, now + t->spin_ns, wake);
+    redcoll__shm_bell_wait(bell, seen, now + t->pause_ns, now + t->spin_ns, wake);
     pthread_mutex_lock(&t->mu);
   }
   t->callers--;
@@ -498,6 +498,8 @@ int redcoll__shm_impl_create(const redcoll_shm_config *cfg, shm_impl **out) {
   t->timeout_ns = ms == REDCOLL_WAIT_FOREVER || ms > UINT64_MAX / 1000000u ? UINT64_MAX
                                                                           : ms * 1000000u;
   t->spin_ns = redcoll__spin_ns();
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  t->pause_ns = redcoll__spin_pause_ns(cpus > 0 ? (double)t->size / (double)cpus : 1);
   snprintf(t->name, sizeof t->name, "%s%s", cfg->name[0] == '/' ? "" : "/", cfg->name);
   pthread_mutex_init(&t->mu, NULL);
   t->peers = calloc((size_t)t->size, sizeof *t->peers);

@@ -147,6 +147,7 @@ typedef struct shm_impl {
   size_t cap;                   /* bytes of each queue */
   uint64_t timeout_ns;          /* bound on one wait; UINT64_MAX none */
   uint64_t spin_ns;
+  uint64_t pause_ns; /* of which first on the pause hint (redcoll__spin_pause_ns) */
   shm_peer *peers;
   redcoll__shm_live live;       /* indexed by rank */
   uint64_t live_checked;        /* when live was last asked */

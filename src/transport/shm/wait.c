@@ -8,11 +8,11 @@
  * processes. */
 #include <errno.h>
 #include <linux/futex.h>
-#include <sched.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "base.h"
 #include "wait.h"
 
 uint64_t redcoll__shm_now(void) {
@@ -31,14 +31,14 @@ void redcoll__shm_bell_ring(redcoll__shm_bell *b) {
     syscall(SYS_futex, &b->count, FUTEX_WAKE, 0x7fffffff, NULL, NULL, 0);
 }
 
-int redcoll__shm_bell_wait(redcoll__shm_bell *b, uint32_t seen, uint64_t spin_until_ns,
-                           uint64_t until_ns) {
+int redcoll__shm_bell_wait(redcoll__shm_bell *b, uint32_t seen, uint64_t pause_until_ns,
+                           uint64_t spin_until_ns, uint64_t until_ns) {
   for (;;) {
     if (__atomic_load_n(&b->count, __ATOMIC_SEQ_CST) != seen) return 1;
     uint64_t now = redcoll__shm_now();
     if (now >= until_ns) return 0;
     if (now < spin_until_ns) {
-      sched_yield();
+      redcoll__spin_relax(now < pause_until_ns);
       continue;
     }
     uint64_t left = until_ns - now;

@@ -976,7 +976,6 @@ static uint64_t tcp_now(void *impl) {
   return uv_hrtime();
 }
 
-static double ranks_per_cpu(const redcoll__tcp *t);
 
 /* TCP between processes through libuv (loopback or a LAN). */
 static int tcp_info(void *impl, redcoll_transport_info *info) {
@@ -985,7 +984,7 @@ static int tcp_info(void *impl, redcoll_transport_info *info) {
   info->alpha = 3e-5;
   info->beta = 1e-9;
   info->gamma = 2.5e-10;
-  info->ranks_per_cpu = ranks_per_cpu(t);
+  info->ranks_per_cpu = redcoll__tcp_ranks_per_cpu(t);
   /* On the embedder's loop one thread, the loop's, makes every call. */
   info->caps = REDCOLL_TRANSPORT_CAP_CHANNELS | REDCOLL_TRANSPORT_CAP_YIELD |
                (t->ext ? 0 : REDCOLL_TRANSPORT_CAP_THREADS);
@@ -1009,17 +1008,6 @@ static const redcoll_transport_ops tcp_ops = {
 
 /* ---- construction --------------------------------------------------------- */
 
-/* Ranks per CPU on the busiest kernel, as the exchange of host identities
- * found it (src/transport/shm/host.c: the ranks of one boot id over the
- * CPUs their masks allow together); without that exchange (REDCOLL_SHM=0,
- * one rank, the program's loop), p / the CPU count of the rendezvous
- * table, which rank 0 sent everyone; with neither (a host list, ranks on
- * several machines), 1.  The same on every rank either way;
- * REDCOLL_RANKS_PER_CPU says otherwise. */
-static double ranks_per_cpu(const redcoll__tcp *t) {
-  if (t->kernel_ranks_per_cpu > 0) return t->kernel_ranks_per_cpu;
-  return t->table_cpus > 0 ? (double)t->size / (double)t->table_cpus : 1;
-}
 
 static void ignore_sigpipe(void) {
   struct sigaction sa;

@@ -24,7 +24,6 @@
  * wake-up while it runs the loop. */
 #include <limits.h>
 #include <poll.h>
-#include <sched.h>
 #include <time.h>
 
 #include "wait.h"
@@ -82,9 +81,22 @@ static void abs_time(struct timespec *ts, uint64_t ns) {
   ts->tv_nsec = (long)(ns % 1000000000u);
 }
 
+/* Ranks per CPU on the busiest kernel, as the exchange of host identities
+ * found it (src/transport/shm/host.c: the ranks of one boot id over the
+ * CPUs their masks allow together); without that exchange (REDCOLL_SHM=0,
+ * one rank, the program's loop), p / the CPU count of the rendezvous
+ * table, which rank 0 sent everyone; with neither (a host list, ranks on
+ * several machines), 1.  The same on every rank either way;
+ * REDCOLL_RANKS_PER_CPU says otherwise. */
+double redcoll__tcp_ranks_per_cpu(const redcoll__tcp *t) {
+  if (t->kernel_ranks_per_cpu > 0) return t->kernel_ranks_per_cpu;
+  return t->table_cpus > 0 ? (double)t->size / (double)t->table_cpus : 1;
+}
+
 int redcoll__tcp_progress(redcoll__tcp *t, int (*done)(redcoll__tcp *, void *), void *arg,
                           uint64_t deadline_ns) {
   uint64_t spin = redcoll__spin_ns(), spin_until = spin != 0 ? uv_hrtime() + spin : 0;
+  uint64_t pause_until = uv_hrtime() + redcoll__spin_pause_ns(redcoll__tcp_ranks_per_cpu(t));
   int led = 0; /* this thread ran the loop last: the others must hear it is free */
   for (;;) {
     uint64_t now = uv_hrtime();
@@ -114,7 +126,7 @@ int redcoll__tcp_progress(redcoll__tcp *t, int (*done)(redcoll__tcp *, void *), 
     if (done(t, arg)) break;
     int ms;
     if (spin_until != 0 && uv_hrtime() < spin_until) {
-      ms = 0; /* poll, yielding the CPU (redcoll__spin_ns) */
+      ms = 0; /* poll again (redcoll__spin_ns, redcoll__spin_pause_ns) */
     } else {
       spin_until = 0;
       ms = uv_backend_timeout(t->loop);
@@ -125,7 +137,7 @@ int redcoll__tcp_progress(redcoll__tcp *t, int (*done)(redcoll__tcp *, void *), 
     }
     struct pollfd pfd = {.fd = uv_backend_fd(t->loop), .events = POLLIN};
     pthread_mutex_unlock(&t->mu);
-    if (ms == 0) sched_yield();
+    if (ms == 0) redcoll__spin_relax(uv_hrtime() < pause_until);
     else poll(&pfd, 1, ms);
     pthread_mutex_lock(&t->mu);
     t->leader = 0;

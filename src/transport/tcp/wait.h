@@ -18,5 +18,8 @@ int redcoll__tcp_progress(redcoll__tcp *t, int (*done)(redcoll__tcp *, void *), 
 /* With t->mu held, after posting work for the loop: wakes the leader's
  * poll so that the loop sees it. */
 void redcoll__tcp_kick(redcoll__tcp *t);
+/* Ranks per CPU on the busiest kernel: the transport's info, and whether a
+ * waiting thread's poll pauses before it yields (redcoll__spin_pause_ns). */
+double redcoll__tcp_ranks_per_cpu(const redcoll__tcp *t);
 
 #endif /* REDCOLL_TCP_WAIT_H */

@@ -31,7 +31,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
-#include <sched.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,6 +80,7 @@ typedef struct th_world {
   pthread_mutex_t mu;
   pthread_condattr_t cvattr; /* CLOCK_MONOTONIC */
   int p;
+  uint64_t pause_ns;  /* a wait's poll on the pause hint (redcoll__spin_pause_ns) */
   int refs;
   int aborted;        /* the status given to abort; 0 while not aborted */
   int64_t timeout_ms; /* bound on one call; < 0: none */
@@ -190,6 +191,8 @@ static int world_new(int p, const redcoll_threads_config *cfg, th_world **out) {
    * fire or postpone a timeout. */
   if (pthread_condattr_setclock(&w->cvattr, CLOCK_MONOTONIC) != 0) goto fail_attr;
   w->p = p;
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  w->pause_ns = redcoll__spin_pause_ns(cpus > 0 ? (double)p / (double)cpus : 1);
   w->refs = 1;
   w->timeout_ms = timeout;
   if (cfg != NULL && (cfg->hosts != NULL || cfg->ranks_per_host > 1)) {
@@ -305,6 +308,7 @@ static int wait_slots(th_world *w, th_port *me, th_slot *a, th_slot *b,
   th_slot *const sl[2] = {a, b};
   int expired = 0;
   uint64_t spin = redcoll__spin_ns(), spin_until = spin != 0 ? now_ns() + spin : 0;
+  uint64_t pause_until = now_ns() + w->pause_ns;
   for (;;) {
     int cancel = REDCOLL_OK, pending = 0, failed = 0;
     for (int i = 0; i < 2; i++) {
@@ -336,17 +340,18 @@ static int wait_slots(th_world *w, th_port *me, th_slot *a, th_slot *b,
     if (!pending) break;
     if (failed) continue; /* the other half is cancelled on the next pass */
     if (spin_until != 0) {
-      /* Watch for news without the mutex, yielding the CPU, before
-       * sleeping on the condition variable (redcoll__spin_ns); then look
-       * again under the mutex. */
+      /* Watch for news without the mutex before sleeping on the condition
+       * variable (redcoll__spin_ns, redcoll__spin_pause_ns); then look again
+       * under the mutex. */
       unsigned seen = __atomic_load_n(&me->news, __ATOMIC_ACQUIRE);
       pthread_mutex_unlock(&w->mu);
       while (__atomic_load_n(&me->news, __ATOMIC_ACQUIRE) == seen) {
-        if (now_ns() >= spin_until) {
+        uint64_t t = now_ns();
+        if (t >= spin_until) {
           spin_until = 0;
           break;
         }
-        sched_yield();
+        redcoll__spin_relax(t < pause_until);
       }
       pthread_mutex_lock(&w->mu);
       continue;
