@@ -45,7 +45,7 @@ void redcoll__log(int level, const char *fmt, ...) __attribute__((format(printf,
 #define REDCOLL__SPIN_US_DEFAULT 100
 uint64_t redcoll__spin_ns(void);
 /* How much of that poll (ns) spins on the CPU's pause hint before the rest
- * yields the CPU between looks: REDCOLL__PAUSE_US (at most the whole poll)
+ * yields the CPU between looks: REDCOLL_PAUSE_US, default REDCOLL__PAUSE_US_DEFAULT (at most the whole poll)
  * where ranks_per_cpu <= 1, none where the transport's ranks on the host
  * outnumber its CPUs.  A peer that runs on a CPU of its own answers within
  * microseconds, and a yield would hand this CPU to whatever other process
