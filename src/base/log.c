@@ -1,5 +1,6 @@
 /* Diagnostics on stderr (redcoll__log and its level, REDCOLL_LOG_LEVEL) and
- * how long transports spin before they sleep (REDCOLL_SPIN_US). */
+ * how long transports spin before they sleep (REDCOLL_SPIN_US, of which
+ * REDCOLL_PAUSE_US on the pause hint). */
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>

@@ -195,6 +195,7 @@ static int sh_exchange(void *impl, const redcoll_transport_ctx *ctx,
   }
   start(t, so, ro);
   redcoll__shm_bell *bell = &t->ranks[t->rank].bell;
+  uint64_t pause_until = redcoll__shm_now() + t->pause_ns; /* once per wait, not per ring */
   t->callers++;
   for (;;) {
     uint32_t seen = redcoll__shm_bell_read(bell);
@@ -205,7 +206,7 @@ static int sh_exchange(void *impl, const redcoll_transport_ctx *ctx,
     pthread_mutex_unlock(&t->mu);
     uint64_t until = now + REDCOLL__SHM_LIVE_NS;
     if (until > deadline) until = deadline;
-    redcoll__shm_bell_wait(bell, seen, now + t->pause_ns, now + t->spin_ns, until);
+    redcoll__shm_bell_wait(bell, seen, pause_until, now + t->spin_ns, until);
     pthread_mutex_lock(&t->mu);
   }
   t->callers--;
@@ -304,7 +305,7 @@ int redcoll__shm_progress_since(shm_impl *t, uint64_t until_ns, uint64_t kick0) 
   if (t->size < 2) return REDCOLL_OK; /* no segment, never an op */
   redcoll__shm_bell *bell = &t->ranks[t->rank].bell;
   pthread_mutex_lock(&t->mu);
-  uint64_t gen0 = t->gen;
+  uint64_t gen0 = t->gen, pause_until = redcoll__shm_now() + t->pause_ns;
   t->callers++;
   for (;;) {
     uint32_t seen = redcoll__shm_bell_read(bell);
@@ -339,7 +340,7 @@ int redcoll__shm_progress_since(shm_impl *t, uint64_t until_ns, uint64_t kick0) 
     if (wake > until_ns) wake = until_ns;
     if (wake > next) wake = next;
     pthread_mutex_unlock(&t->mu);
-    redcoll__shm_bell_wait(bell, seen, now + t->pause_ns, now + t->spin_ns, wake);
+    redcoll__shm_bell_wait(bell, seen, pause_until, now + t->spin_ns, wake);
     pthread_mutex_lock(&t->mu);
   }
   t->callers--;

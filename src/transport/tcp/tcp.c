@@ -976,7 +976,6 @@ static uint64_t tcp_now(void *impl) {
   return uv_hrtime();
 }
 
-
 /* TCP between processes through libuv (loopback or a LAN). */
 static int tcp_info(void *impl, redcoll_transport_info *info) {
   const redcoll__tcp *t = impl;
@@ -1007,7 +1006,6 @@ static const redcoll_transport_ops tcp_ops = {
 };
 
 /* ---- construction --------------------------------------------------------- */
-
 
 static void ignore_sigpipe(void) {
   struct sigaction sa;

@@ -86,8 +86,8 @@ static void abs_time(struct timespec *ts, uint64_t ns) {
  * CPUs their masks allow together); without that exchange (REDCOLL_SHM=0,
  * one rank, the program's loop), p / the CPU count of the rendezvous
  * table, which rank 0 sent everyone; with neither (a host list, ranks on
- * several machines), 1.  The same on every rank either way;
- * REDCOLL_RANKS_PER_CPU says otherwise. */
+ * several machines), 1.  The same on every rank either way
+ * (REDCOLL_RANKS_PER_CPU changes what AUTO assumes, not this). */
 double redcoll__tcp_ranks_per_cpu(const redcoll__tcp *t) {
   if (t->kernel_ranks_per_cpu > 0) return t->kernel_ranks_per_cpu;
   return t->table_cpus > 0 ? (double)t->size / (double)t->table_cpus : 1;

@@ -31,11 +31,11 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
-#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "base.h"
 #include "redcoll/threads.h"
