@@ -20,6 +20,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +41,7 @@ typedef struct shm_run_opts {
   uint64_t timeout_ms;   /* communicator timeout; 0: 30 s */
   double deadline_s;     /* the parent's deadline; 0: 120 s */
   int start_delay_ms[64];
+  int pin[64];           /* c + 1: the rank runs on CPU c alone; 0: as the parent */
   /* If signal_rank >= 0: the parent sends signal_no to that rank
    * signal_after_ms after starting the ranks, and not before *signal_gate
    * (in memory shared with the ranks; NULL: no gate) has reached
@@ -109,6 +111,12 @@ static int shm_run__child(int rank, int p, const char *name, const shm_run_opts 
   if (rank < 64 && o->start_delay_ms[rank] > 0) {
     struct timespec ts = {o->start_delay_ms[rank] / 1000, (long)(o->start_delay_ms[rank] % 1000) * 1000000L};
     nanosleep(&ts, NULL);
+  }
+  if (rank < 64 && o->pin[rank] > 0) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(o->pin[rank] - 1, &one);
+    if (sched_setaffinity(0, sizeof one, &one) != 0) return 97;
   }
   redcoll_comm *comm = NULL;
   int rc = redcoll_shm_comm_create(&cfg, &comm);

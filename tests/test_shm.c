@@ -505,6 +505,50 @@ static void bad_config(void) {
 
 /* ---- inside TCP --------------------------------------------------------------- */
 
+/* The CPUs this process may run on. */
+static int my_cpus(void) {
+  cpu_set_t set;
+  return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+}
+
+static int shm_cpus_rank(redcoll_comm *c, void *arg) {
+  double *out = arg;
+  return redcoll_comm_get_ranks_per_cpu(c, &out[redcoll_comm_rank(c)]);
+}
+
+/* A shared-memory communicator counts the CPUs its ranks may run on
+ * together (the union of their affinity masks, exchanged in the segment),
+ * not the online ones, and every rank gets the same ranks per CPU: all
+ * three ranks pinned to CPU 0 make 3; four ranks pinned one each to CPU 0
+ * or 1 make 2, though each one's own mask holds one CPU. */
+static void shm_cpus(void) {
+  int cpus = my_cpus();
+  cpu_set_t saved;
+  CHECK_INT(sched_getaffinity(0, sizeof saved, &saved), 0);
+  int have01 = CPU_ISSET(0, &saved) && CPU_ISSET(1, &saved);
+  for (int mode = 0; mode < 3; mode++) {
+    if (mode > 0 && !CPU_ISSET(0, &saved)) {
+      printf("note: CPU 0 is not ours; shm_cpus ran unpinned only\n");
+      break;
+    }
+    if (mode == 2 && !have01) {
+      printf("note: CPUs 0 and 1 are not both ours; shm_cpus's split mode did not run\n");
+      break;
+    }
+    int p = mode == 1 ? 3 : 4;
+    double want = mode == 0 ? (double)p / (double)cpus : mode == 1 ? 3 : 2;
+    if (want < 1) want = 1;
+    shm_run_opts opts;
+    shm_run_opts_init(&opts);
+    for (int r = 0; r < p && mode > 0; r++) opts.pin[r] = 1 + (mode == 2 ? r % 2 : 0);
+    double *f = shared_new((size_t)p * sizeof *f);
+    CHECK_MSG(shm_run_opts_run(p, shm_cpus_rank, f, &opts) == REDCOLL_OK, "mode %d", mode);
+    for (int r = 0; r < p; r++)
+      CHECK_MSG(f[r] == want, "mode %d rank %d: ranks per CPU %g, want %g", mode, r, f[r], want);
+    munmap(f, (size_t)p * sizeof *f);
+  }
+}
+
 #ifdef REDCOLL_TEST_TCP
 /* Options of a TCP run with the shared-memory path, rank r on fake host
  * hosts[r] (NULL: all on this host). */
@@ -598,12 +642,6 @@ static int cpus_rank(redcoll_comm *c, void *arg) {
   return redcoll_comm_get_ranks_per_cpu(c, &out[redcoll_comm_rank(c)]);
 }
 
-/* The CPUs this process may run on. */
-static int my_cpus(void) {
-  cpu_set_t set;
-  return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
-}
-
 /* Four ranks on two fake hosts of this one kernel share its CPUs: the ranks
  * per CPU that AUTO's model gets are 4 / the CPUs they may run on together,
  * on every rank; all four pinned to one CPU, 4.  Without the shared-memory
@@ -685,9 +723,34 @@ static void ranks_per_cpu(void) {
   CHECK(redcoll__shm_ranks_per_cpu(w, 4) == 1);
   w[ID_WORDS * 3 + ID_MASK + 3] = 1; /* rank 3 on CPU 192 too: 4 ranks on 3 CPUs */
   CHECK(redcoll__shm_ranks_per_cpu(w, 4) == 4.0 / 3.0);
+  /* base/cpus.c: the union's count, at least 1; no mask: the online CPUs. */
+  uint64_t m[REDCOLL__CPU_MASK_WORDS] = {0x5, 0, 0, (uint64_t)1 << 63};
+  CHECK(redcoll__ranks_per_cpu(6, m, REDCOLL__CPU_MASK_WORDS) == 2);
+  CHECK(redcoll__ranks_per_cpu(2, m, REDCOLL__CPU_MASK_WORDS) == 1);
+  long online = sysconf(_SC_NPROCESSORS_ONLN);
+  CHECK(redcoll__ranks_per_cpu((int)online * 3, NULL, 0) == 3);
+  memset(m, 0, sizeof m);
+  CHECK(redcoll__ranks_per_cpu((int)online * 2, m, REDCOLL__CPU_MASK_WORDS) == 2);
+  /* This process's mask: the CPUs sched_getaffinity names, and pinned to
+   * one of them, that one alone. */
+  CHECK_INT(redcoll__cpu_mask(m, REDCOLL__CPU_MASK_WORDS), 1);
+  int n = 0;
+  for (int i = 0; i < REDCOLL__CPU_MASK_WORDS; i++) n += __builtin_popcountll(m[i]);
+  CHECK_INT(n, my_cpus());
+  cpu_set_t saved, one;
+  CHECK_INT(sched_getaffinity(0, sizeof saved, &saved), 0);
+  int c = 0;
+  while (!CPU_ISSET(c, &saved)) c++;
+  CPU_ZERO(&one);
+  CPU_SET(c, &one);
+  CHECK_INT(sched_setaffinity(0, sizeof one, &one), 0);
+  CHECK_INT(redcoll__cpu_mask(m, REDCOLL__CPU_MASK_WORDS), 1);
+  CHECK(m[c / 64] == (uint64_t)1 << (c % 64));
+  CHECK(redcoll__ranks_per_cpu(3, m, REDCOLL__CPU_MASK_WORDS) == 3);
+  CHECK_INT(sched_setaffinity(0, sizeof saved, &saved), 0);
 }
 
-TEST_MAIN(TEST(ranks_per_cpu), TEST(colls_cma), TEST(colls_queue), TEST(comms), TEST(kill9), TEST(sigstop),
+TEST_MAIN(TEST(ranks_per_cpu), TEST(shm_cpus), TEST(colls_cma), TEST(colls_queue), TEST(comms), TEST(kill9), TEST(sigstop),
           TEST(stale_name), TEST(two_jobs), TEST(name_in_use), TEST(create_timeout),
           TEST(from_env), TEST(bad_config), TEST(tcp_hosts), TEST(tcp_hosts_comms),
           TEST(tcp_hosts_kill), TEST(tcp_hosts_cpus))

@@ -465,9 +465,11 @@ REDCOLL_API int redcoll_comm_set_calibration(redcoll_comm *c, int on);
  * volume and reductions stay serial at the root).  That makes AUTO choose
  * linear for small vectors when f is large (docs/tuning.md).  Unless set
  * here: REDCOLL_RANKS_PER_CPU from the environment, else what the
- * transport found (TCP with a rendezvous: p / rank 0's online CPUs when
- * every registered address is on rank 0's host, sent with the address
- * table so that all ranks agree; otherwise 1).  REDCOLL_EINVAL for NULL,
+ * transport found: shared memory, MPI, and TCP with its shared-memory
+ * path count a host's ranks over the CPUs their affinity masks allow
+ * together; TCP without it, p / rank 0's online CPUs when every registered
+ * address is on rank 0's host, sent with the address table so that all
+ * ranks agree; otherwise 1 (docs/tuning.md).  REDCOLL_EINVAL for NULL,
  * a negative or non-finite value, or (get) a malformed
  * REDCOLL_RANKS_PER_CPU, which is logged and then counts as unset. */
 REDCOLL_API int redcoll_comm_set_ranks_per_cpu(redcoll_comm *c, double ranks_per_cpu);

@@ -58,6 +58,19 @@ uint64_t redcoll__spin_pause_ns(double ranks_per_cpu);
 /* One look of a poll: the pause hint if pause, else sched_yield. */
 void redcoll__spin_relax(int pause);
 
+/* ---- CPUs (base/cpus.c) --------------------------------------------------- */
+
+/* Words of a CPU mask the transports exchange: CPUs 0..255. */
+#define REDCOLL__CPU_MASK_WORDS 4
+/* The CPUs this process may run on (sched_getaffinity) as a bit mask of
+ * nwords 64-bit words: 1, or 0 with the words all zero if the mask is not
+ * known or holds a CPU beyond them. */
+int redcoll__cpu_mask(uint64_t *words, int nwords);
+/* Ranks per CPU of `ranks` ranks that together may run on the CPUs of
+ * mask (the union of theirs); the online CPUs if mask is NULL or empty.
+ * At least 1. */
+double redcoll__ranks_per_cpu(int ranks, const uint64_t *mask, int nwords);
+
 /* ---- the accessor (core: api/comm.c) ------------------------------------- */
 
 /* The transport state (impl) of communicator c if c runs over ops, else

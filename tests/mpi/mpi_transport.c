@@ -10,6 +10,7 @@
  * as `mpirun -np P mpi_transport`.
  */
 #include <mpi.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,6 +61,27 @@ static void test_create(void) {
   CHECK_INT(redcoll_mpi_comm_create(MPI_COMM_NULL, &c), REDCOLL_EINVAL);
   CHECK(c == NULL);
   CHECK_INT(redcoll_mpi_comm_create(MPI_COMM_WORLD, NULL), REDCOLL_EINVAL);
+}
+
+/* The ranks per CPU the transport reports: P over the CPUs the ranks'
+ * affinity masks allow together (all on this one machine; mpirun binds
+ * each rank to a core or a socket), at least 1, on every rank. */
+static void test_ranks_per_cpu(void) {
+  if (getenv("REDCOLL_RANKS_PER_CPU") != NULL) {
+    printf("note: REDCOLL_RANKS_PER_CPU is set; test_ranks_per_cpu did not run\n");
+    return;
+  }
+  redcoll_comm *c = world();
+  if (c == NULL) return;
+  cpu_set_t mine, all;
+  CHECK_INT(sched_getaffinity(0, sizeof mine, &mine), 0);
+  MPI_Allreduce(&mine, &all, (int)sizeof mine, MPI_BYTE, MPI_BOR, MPI_COMM_WORLD);
+  int cpus = CPU_COUNT(&all);
+  double want = P > cpus ? (double)P / (double)cpus : 1, got = -1;
+  CHECK_INT(redcoll_comm_get_ranks_per_cpu(c, &got), REDCOLL_OK);
+  CHECK_MSG(got == want, "rank %d: %g ranks per CPU, want %g (%d ranks, %d CPUs, %d of them mine)",
+            R, got, want, P, cpus, CPU_COUNT(&mine));
+  redcoll_comm_destroy(c);
 }
 
 /* allreduce and reduce (every root) with every algorithm, int64 sum. */
@@ -288,7 +310,7 @@ int main(int argc, char **argv) {
   static const test_case cases[] = {
       TEST(test_create),         TEST(test_reduce_algorithms), TEST(test_noncommutative),
       TEST(test_movement),       TEST(test_dup_split),         TEST(test_channels_apart), TEST(test_mismatch),
-      TEST(test_deadline_abort),
+      TEST(test_deadline_abort), TEST(test_ranks_per_cpu),
   };
   if (R != 0 && freopen("/dev/null", "w", stdout) == NULL) return 1; /* rank 0 prints */
   int rc = test_main(cases, sizeof cases / sizeof *cases, argc, argv);

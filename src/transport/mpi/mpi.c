@@ -513,17 +513,26 @@ static int resolve_timeout(int64_t *out) {
   return REDCOLL_OK;
 }
 
-/* The most ranks per online CPU on any host of the communicator. */
+/* The most ranks per CPU on any host of the communicator, the CPUs of a
+ * host being the union of its ranks' affinity masks (a launcher that binds
+ * each rank to a core gives each a mask of one). */
 static int ranks_per_cpu(MPI_Comm comm, double *out) {
   MPI_Comm node;
   int n = 1;
   if (PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS)
     return MPI_ERR_OTHER;
   MPI_Comm_size(node, &n);
+  /* A rank whose mask is not known (all zero) sends all ones: the union is
+   * then of no use, and the online count decides. */
+  uint64_t mine[REDCOLL__CPU_MASK_WORDS], all[REDCOLL__CPU_MASK_WORDS];
+  if (!redcoll__cpu_mask(mine, REDCOLL__CPU_MASK_WORDS)) memset(mine, 0xff, sizeof mine);
+  int rc = PMPI_Allreduce(mine, all, REDCOLL__CPU_MASK_WORDS, MPI_UINT64_T, MPI_BOR, node);
   PMPI_Comm_free(&node);
-  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  double mine = cpus > 0 ? (double)n / (double)cpus : 1.0;
-  return PMPI_Allreduce(&mine, out, 1, MPI_DOUBLE, MPI_MAX, comm);
+  if (rc != MPI_SUCCESS) return rc;
+  int unknown = 1;
+  for (int i = 0; i < REDCOLL__CPU_MASK_WORDS; i++) unknown &= all[i] == UINT64_MAX;
+  double here = redcoll__ranks_per_cpu(n, unknown ? NULL : all, REDCOLL__CPU_MASK_WORDS);
+  return PMPI_Allreduce(&here, out, 1, MPI_DOUBLE, MPI_MAX, comm);
 }
 
 REDCOLL_API int redcoll_mpi_comm_create(MPI_Comm comm, redcoll_comm **out) {

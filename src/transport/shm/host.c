@@ -119,17 +119,7 @@ static void host_id(uint64_t *id) {
   id[ID_KERNEL] = fnv(0x9e3779b97f4a7c15ull, boot, nb);
   long online = sysconf(_SC_NPROCESSORS_ONLN);
   id[ID_ONLINE] = online > 0 ? (uint64_t)online : 0;
-  cpu_set_t set;
-  memset(&id[ID_MASK], 0, ID_MASK_WORDS * sizeof *id);
-  if (sched_getaffinity(0, sizeof set, &set) == 0)
-    for (int c = 0; c < CPU_SETSIZE; c++) {
-      if (!CPU_ISSET(c, &set)) continue;
-      if (c >= 64 * ID_MASK_WORDS) { /* beyond the mask: it says nothing, the count decides */
-        memset(&id[ID_MASK], 0, ID_MASK_WORDS * sizeof *id);
-        break;
-      }
-      id[ID_MASK + c / 64] |= (uint64_t)1 << (c % 64);
-    }
+  redcoll__cpu_mask(&id[ID_MASK], ID_MASK_WORDS); /* all zero: the count decides */
 }
 
 static int same_host(const uint64_t *ids, int a, int b) {

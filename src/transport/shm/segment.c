@@ -213,12 +213,26 @@ int redcoll__shm_segment_open(shm_impl *t, const redcoll_shm_config *cfg) {
     goto fail;
   }
   redcoll__shm_copy_probe_word(t->hdr->nonce, &me->probe_addr, &me->probe_val);
+  redcoll__cpu_mask(me->cpus, REDCOLL__CPU_MASK_WORDS);
   if (__atomic_add_fetch(&t->hdr->attached, 1, __ATOMIC_ACQ_REL) == (uint32_t)t->size)
     shm_unlink(t->name); /* all are in: nothing is left behind by a crash */
   if ((rc = wait_count(t, &t->hdr->attached, until, "attached to")) != REDCOLL_OK) goto fail;
   redcoll__shm_copy_probe(t, cfg->copy != REDCOLL_SHM_COPY_QUEUE);
   __atomic_add_fetch(&t->hdr->probed, 1, __ATOMIC_ACQ_REL);
   if ((rc = wait_count(t, &t->hdr->probed, until, "probed")) != REDCOLL_OK) goto fail;
+  /* Every rank has written its mask before it counted itself attached. */
+  uint64_t mask[REDCOLL__CPU_MASK_WORDS] = {0};
+  int unknown = 0;
+  for (int r = 0; r < t->size; r++) {
+    uint64_t any = 0;
+    for (int i = 0; i < REDCOLL__CPU_MASK_WORDS; i++) {
+      mask[i] |= t->ranks[r].cpus[i];
+      any |= t->ranks[r].cpus[i];
+    }
+    unknown |= any == 0;
+  }
+  t->ranks_per_cpu = redcoll__ranks_per_cpu(t->size, unknown ? NULL : mask,
+                                            REDCOLL__CPU_MASK_WORDS);
   for (int s = 0; s < t->size; s++) {
     if (s == t->rank) continue;
     t->peers[s].out = redcoll__shm_segment_queue(t, t->rank, s);

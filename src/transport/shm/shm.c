@@ -366,8 +366,7 @@ static int sh_info(void *impl, redcoll_transport_info *info) {
   info->alpha = REDCOLL__SHM_ALPHA;
   info->beta = REDCOLL__SHM_BETA;
   info->gamma = 2.5e-10;
-  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  if (cpus > 0 && t->size > cpus) info->ranks_per_cpu = (double)t->size / (double)cpus;
+  if (t->ranks_per_cpu > 1) info->ranks_per_cpu = t->ranks_per_cpu;
   return REDCOLL_OK;
 }
 
@@ -499,14 +498,14 @@ int redcoll__shm_impl_create(const redcoll_shm_config *cfg, shm_impl **out) {
   t->timeout_ns = ms == REDCOLL_WAIT_FOREVER || ms > UINT64_MAX / 1000000u ? UINT64_MAX
                                                                           : ms * 1000000u;
   t->spin_ns = redcoll__spin_ns();
-  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  t->pause_ns = redcoll__spin_pause_ns(cpus > 0 ? (double)t->size / (double)cpus : 1);
+  t->ranks_per_cpu = 1; /* one rank; else from the masks (segment.c) */
   snprintf(t->name, sizeof t->name, "%s%s", cfg->name[0] == '/' ? "" : "/", cfg->name);
   pthread_mutex_init(&t->mu, NULL);
   t->peers = calloc((size_t)t->size, sizeof *t->peers);
   int rc = REDCOLL_ENOMEM;
   if (t->peers == NULL) goto fail;
   if (t->size > 1 && (rc = redcoll__shm_segment_open(t, cfg)) != REDCOLL_OK) goto fail;
+  t->pause_ns = redcoll__spin_pause_ns(t->ranks_per_cpu);
   {
     int *pids = calloc((size_t)t->size, sizeof *pids);
     rc = REDCOLL_ENOMEM;

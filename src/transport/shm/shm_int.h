@@ -32,7 +32,7 @@
 #include "wait.h"
 
 #define REDCOLL__SHM_MAGIC 0x314d48534c434452ull /* "RDCLSHM1" */
-#define REDCOLL__SHM_VERSION 1u
+#define REDCOLL__SHM_VERSION 2u
 /* Messages above this many bytes go by cross-memory attach where allowed. */
 #define REDCOLL__SHM_CMA_MIN ((size_t)32768)
 /* Ack slots per rank: large sends one rank may have waiting at once. */
@@ -87,6 +87,7 @@ typedef struct shm_rank {
   uint32_t gone;         /* its transport was destroyed */
   uint64_t probe_addr;   /* a word in its memory holding probe_val */
   uint64_t probe_val;
+  uint64_t cpus[REDCOLL__CPU_MASK_WORDS]; /* its affinity mask (base/cpus.c) */
   uint32_t acks[REDCOLL__SHM_ACKS];
 } shm_rank;
 
@@ -148,6 +149,7 @@ typedef struct shm_impl {
   uint64_t timeout_ns;          /* bound on one wait; UINT64_MAX none */
   uint64_t spin_ns;
   uint64_t pause_ns; /* of which first on the pause hint (redcoll__spin_pause_ns) */
+  double ranks_per_cpu;         /* over the union of the ranks' masks */
   shm_peer *peers;
   redcoll__shm_live live;       /* indexed by rank */
   uint64_t live_checked;        /* when live was last asked */
@@ -205,7 +207,8 @@ void redcoll__shm_copy_probe_word(uint64_t nonce, uint64_t *addr, uint64_t *val)
  * kernel's (the boot id alone: ranks of one kernel share its CPUs, also
  * from hosts of their own), the kernel's online CPUs, and the first 256
  * CPUs it may run on (a bit mask). */
-enum { ID_HOST = 0, ID_KERNEL = 2, ID_ONLINE = 3, ID_MASK = 4, ID_MASK_WORDS = 4, ID_WORDS = 8 };
+enum { ID_HOST = 0, ID_KERNEL = 2, ID_ONLINE = 3, ID_MASK = 4, ID_MASK_WORDS = REDCOLL__CPU_MASK_WORDS,
+       ID_WORDS = 8 };
 /* Ranks per CPU on the busiest kernel among size ranks' words: its ranks
  * over the CPUs they may run on together (the union of their masks; the
  * kernel's online CPUs when a rank's mask is empty, which host.c makes it

@@ -191,8 +191,9 @@ static int world_new(int p, const redcoll_threads_config *cfg, th_world **out) {
    * fire or postpone a timeout. */
   if (pthread_condattr_setclock(&w->cvattr, CLOCK_MONOTONIC) != 0) goto fail_attr;
   w->p = p;
-  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  w->pause_ns = redcoll__spin_pause_ns(cpus > 0 ? (double)p / (double)cpus : 1);
+  uint64_t mask[REDCOLL__CPU_MASK_WORDS]; /* the threads run where their creator may */
+  redcoll__cpu_mask(mask, REDCOLL__CPU_MASK_WORDS);
+  w->pause_ns = redcoll__spin_pause_ns(redcoll__ranks_per_cpu(p, mask, REDCOLL__CPU_MASK_WORDS));
   w->refs = 1;
   w->timeout_ms = timeout;
   if (cfg != NULL && (cfg->hosts != NULL || cfg->ranks_per_host > 1)) {
