@@ -10,6 +10,7 @@
 
 #include "redcoll/mock.h"
 #include "test.h"
+#include "../src/base/base.h"
 
 static int rank_main(redcoll_comm *c, void *arg) {
   (void)arg;
@@ -98,4 +99,46 @@ static void debug_line_per_call(void) {
   CHECK_INT(forced_lines, 3);
 }
 
-TEST_MAIN(TEST(errors_by_default), TEST(debug_line_per_call))
+/* In a child (the settings are read once per process): REDCOLL_SPIN_US and
+ * REDCOLL_PAUSE_US as given (NULL: unset), and whether the poll, the pause
+ * with one rank per CPU, and the pause with two are the ns expected. */
+static int spin_case(const char *spin, const char *pause, uint64_t want_spin,
+                     uint64_t want_pause) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (spin == NULL) unsetenv("REDCOLL_SPIN_US");
+    else setenv("REDCOLL_SPIN_US", spin, 1);
+    if (pause == NULL) unsetenv("REDCOLL_PAUSE_US");
+    else setenv("REDCOLL_PAUSE_US", pause, 1);
+    setenv("REDCOLL_LOG_LEVEL", "none", 1);
+    uint64_t s = redcoll__spin_ns(), p1 = redcoll__spin_pause_ns(1),
+             p05 = redcoll__spin_pause_ns(0.5), p2 = redcoll__spin_pause_ns(2);
+    if (s != want_spin || p1 != want_pause || p05 != want_pause || p2 != 0) {
+      printf("SPIN_US=%s PAUSE_US=%s: spin %llu pause %llu / %llu / %llu\n", spin ? spin : "-",
+             pause ? pause : "-", (unsigned long long)s, (unsigned long long)p1,
+             (unsigned long long)p05, (unsigned long long)p2);
+      fflush(stdout);
+      _exit(1);
+    }
+    _exit(0);
+  }
+  int st = 0;
+  waitpid(pid, &st, 0);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* The wait's settings: the defaults, each variable, the pause capped at the
+ * poll, none with more ranks than CPUs, and malformed values ignored. */
+static void spin_settings(void) {
+  CHECK_INT(spin_case(NULL, NULL, REDCOLL__SPIN_US_DEFAULT * 1000ull,
+                      REDCOLL__PAUSE_US_DEFAULT * 1000ull), 0);
+  CHECK_INT(spin_case("50", NULL, 50000, 1000), 0);
+  CHECK_INT(spin_case(NULL, "7", 100000, 7000), 0);
+  CHECK_INT(spin_case("20", "80", 20000, 20000), 0); /* capped at the poll */
+  CHECK_INT(spin_case("0", NULL, 0, 0), 0);          /* no polling, no pause */
+  CHECK_INT(spin_case(NULL, "0", 100000, 0), 0);
+  CHECK_INT(spin_case("abc", "1x", 100000, 1000), 0); /* malformed: the defaults */
+  CHECK_INT(spin_case("2000000", "-3", 100000, 1000), 0); /* out of range */
+}
+
+TEST_MAIN(TEST(errors_by_default), TEST(debug_line_per_call), TEST(spin_settings))

@@ -159,6 +159,76 @@ static void test_same_choice(void) {
   }
 }
 
+/* AUTO keeps its last choice per collective and answers a call with the
+ * same inputs from it: every input must still count.  A sequence of
+ * allreduces on one communicator, each checked against a fresh choice
+ * (redcoll_cost_choose) for the model, size, threshold and operator of
+ * that call; every step changes one input so that the answer changes. */
+typedef struct {
+  int bad[8];
+  redcoll_algo got[8][8], want[8][8];
+} follow_arg;
+
+static int follow_main(redcoll_comm *c, void *argp) {
+  follow_arg *fa = argp;
+  int r = redcoll_comm_rank(c), p = redcoll_comm_size(c);
+  static int64_t buf[6][2048]; /* the mock's ranks are threads */
+  double m1[3] = {1e-5, 1e-9, 2.5e-10}, m2[3] = {1e-7, 1e-8, 1e-8};
+  /* At p = 6 (redcoll_cost_choose): circulant, circulant, binary_blocks,
+   * ring_sequential, elimination_rings, circulant, allgather_reduce. */
+  struct {
+    const double *m;
+    size_t count, threshold; /* elements */
+    int noncomm;
+  } steps[] = {
+      {m1, 4, 8192, 0},    {m1, 4, 8192, 0}, /* the same call twice */
+      {m2, 4, 8192, 0},                      /* the model */
+      {m2, 1024, 8192, 0},                   /* the size */
+      {m2, 1024, 64, 0},                     /* the threshold */
+      {m1, 1024, 64, 0},                     /* the model back */
+      {m1, 64, 64, 1},                       /* a non-commutative operator */
+  };
+  const redcoll_op *nc = check_noncomm_op();
+  for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+    redcoll_comm_set_cost_model(c, steps[i].m[0], steps[i].m[1], steps[i].m[2]);
+    redcoll_comm_set_threshold(c, steps[i].threshold);
+    int rc;
+    size_t n = steps[i].count, es = steps[i].noncomm ? 16 : 8;
+    if (steps[i].noncomm) {
+      for (size_t k = 0; k < n; k++) { /* identity matrices, [1 0; 0 1] */
+        uint32_t id[4] = {1, 0, 0, 1};
+        memcpy((unsigned char *)buf[r] + k * es, id, sizeof id);
+      }
+      rc = redcoll_allreduce(c, REDCOLL_IN_PLACE, buf[r], n, REDCOLL_CUSTOM, nc);
+    } else {
+      rc = redcoll_allreduce(c, REDCOLL_IN_PLACE, buf[r], n, REDCOLL_INT64, REDCOLL_SUM);
+    }
+    if (rc != REDCOLL_OK) return rc;
+    int flags = steps[i].noncomm ? 0 : REDCOLL_CHOOSE_COMMUTATIVE | REDCOLL_CHOOSE_RANK_DEPENDENT;
+    fa->got[r][i] = redcoll_comm_last_algorithm(c);
+    fa->want[r][i] = redcoll_cost_choose(REDCOLL_COLL_ALLREDUCE, p, n, es, steps[i].threshold,
+                                         flags, steps[i].m[0], steps[i].m[1], steps[i].m[2]);
+    if (fa->got[r][i] != fa->want[r][i]) fa->bad[r]++;
+  }
+  return REDCOLL_OK;
+}
+
+static void test_choice_follows_inputs(void) {
+  redcoll_mock_config cfg;
+  redcoll_mock_config_init(&cfg);
+  follow_arg fa;
+  memset(&fa, 0, sizeof fa);
+  CHECK_INT(redcoll_mock_run(6, &cfg, follow_main, &fa, NULL), REDCOLL_OK);
+  for (int r = 0; r < 6; r++)
+    for (int i = 0; i < 7; i++)
+      CHECK_MSG(fa.got[r][i] == fa.want[r][i], "rank %d step %d: ran %s, the model says %s", r, i,
+                redcoll_algo_name(fa.got[r][i]), redcoll_algo_name(fa.want[r][i]));
+  /* Each step's change changed the answer (else the step proves nothing). */
+  for (int i = 2; i < 7; i++)
+    CHECK_MSG(fa.want[0][i] != fa.want[0][i - 1], "step %d: %s both times", i,
+              redcoll_algo_name(fa.want[0][i]));
+}
+
 /* The choice for a non-commutative operator never needs commutativity, for
  * every collective and many sizes. */
 static void test_choice_respects_operator(void) {
@@ -543,4 +613,4 @@ static void test_ranks_per_cpu_setting(void) {
   unsetenv("REDCOLL_RANKS_PER_CPU");
 }
 
-TEST_MAIN(TEST(test_shared_directions), TEST(test_ranks_per_cpu_costs), TEST(test_ranks_per_cpu_setting), TEST(test_formulas), TEST(test_same_choice), TEST(test_choice_respects_operator), TEST(test_settings), TEST(test_tuning_local), TEST(test_forcing_env))
+TEST_MAIN(TEST(test_shared_directions), TEST(test_choice_follows_inputs), TEST(test_ranks_per_cpu_costs), TEST(test_ranks_per_cpu_setting), TEST(test_formulas), TEST(test_same_choice), TEST(test_choice_respects_operator), TEST(test_settings), TEST(test_tuning_local), TEST(test_forcing_env))

@@ -115,6 +115,17 @@ struct redcoll_comm {
   uint64_t tag;                          /* tag of the collective running now */
   redcoll_algo algo[REDCOLL_COLL_COUNT]; /* forced algorithm or AUTO */
   redcoll_algo last_algo;
+  /* AUTO's last flat choice per collective and what it was made from
+   * (select.c): a call with the same inputs gets the same answer without
+   * pricing every candidate again. */
+  struct redcoll__pick {
+    int valid;
+    int root;
+    size_t count, esize, threshold;
+    unsigned exclude;
+    double ranks_per_cpu, alpha, beta, gamma, dup;
+    redcoll_algo algo;
+  } pick[REDCOLL_COLL_COUNT];
   size_t threshold;                      /* butterfly block threshold b, bytes */
   size_t segment;                        /* of a piped step (io.c), bytes;
                                           * 0: whole messages */

@@ -1,5 +1,7 @@
 /* The algorithm registry: every family file contributes one table of rows
  * (collective, algorithm, run, cost, flags). */
+#include <pthread.h>
+
 #include "internal.h"
 
 static const redcoll__algo_entry *const families[] = {
@@ -25,13 +27,25 @@ static const redcoll__algo_entry *const families[] = {
     redcoll__algos_two_level,
 };
 
+/* Every (collective, algorithm) row by index, filled once: AUTO prices
+ * every candidate on every call, and a search of the families for each
+ * took a third of a small allreduce's CPU time at p = 2. */
+static const redcoll__algo_entry *rows[REDCOLL_COLL_COUNT][REDCOLL_ALGO_COUNT];
+static pthread_once_t rows_once = PTHREAD_ONCE_INIT;
+
+static void fill_rows(void) {
+  /* The first row of a pair wins, as in the search this replaced. */
+  for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
+    for (const redcoll__algo_entry *e = families[f]; e->coll != REDCOLL_COLL_COUNT; e++)
+      if ((unsigned)e->coll < REDCOLL_COLL_COUNT && (unsigned)e->algo < REDCOLL_ALGO_COUNT &&
+          rows[e->coll][e->algo] == NULL)
+        rows[e->coll][e->algo] = e;
+}
+
 const redcoll__algo_entry *redcoll__algo_row(redcoll_coll coll, redcoll_algo algo) {
-  for (size_t f = 0; f < sizeof families / sizeof families[0]; f++) {
-    for (const redcoll__algo_entry *e = families[f]; e->coll != REDCOLL_COLL_COUNT; e++) {
-      if (e->coll == coll && e->algo == algo) return e;
-    }
-  }
-  return NULL;
+  if ((unsigned)coll >= REDCOLL_COLL_COUNT || (unsigned)algo >= REDCOLL_ALGO_COUNT) return NULL;
+  pthread_once(&rows_once, fill_rows);
+  return rows[coll][algo];
 }
 
 const redcoll__algo_entry *redcoll__algo_find(redcoll_coll coll, redcoll_algo algo) {
