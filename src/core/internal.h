@@ -120,7 +120,7 @@ struct redcoll_comm {
    * pricing every candidate again. */
   struct redcoll__pick {
     int valid;
-    int root;
+    int p, root;
     size_t count, esize, threshold;
     unsigned exclude;
     double ranks_per_cpu, alpha, beta, gamma, dup;

@@ -145,15 +145,16 @@ redcoll_algo redcoll__select(const redcoll__call *call) {
   double flat;
   unsigned exclude = redcoll__excluded_flags(call);
   struct redcoll__pick *k = (unsigned)call->coll < REDCOLL_COLL_COUNT ? &c->pick[call->coll] : NULL;
-  if (share <= 1 && k != NULL && k->valid && k->count == a.count && k->root == a.root &&
-      k->esize == a.esize && k->threshold == a.threshold && k->exclude == exclude &&
+  if (share <= 1 && k != NULL && k->valid && k->p == a.p && k->count == a.count &&
+      k->root == a.root && k->esize == a.esize && k->threshold == a.threshold &&
+      k->exclude == exclude &&
       k->ranks_per_cpu == a.ranks_per_cpu && k->alpha == cm.alpha && k->beta == cm.beta &&
       k->gamma == cm.gamma && k->dup == c->cost_dup)
     return k->algo;
   redcoll_algo best = redcoll__cost_select_dup(&a, exclude, &cm, c->cost_dup, &flat);
   if (share <= 1) {
     if (k != NULL)
-      *k = (struct redcoll__pick){1, a.root, a.count, a.esize, a.threshold, exclude,
+      *k = (struct redcoll__pick){1, a.p, a.root, a.count, a.esize, a.threshold, exclude,
                                   a.ranks_per_cpu, cm.alpha, cm.beta, cm.gamma, c->cost_dup, best};
     return best;
   }
