@@ -141,4 +141,4 @@ static void spin_settings(void) {
   CHECK_INT(spin_case("2000000", "-3", 100000, 1000), 0); /* out of range */
 }
 
-TEST_MAIN(TEST(errors_by_default), TEST(debug_line_per_call), TEST(spin_settings))
+TEST_MAIN(TEST(errors_by_default), TEST(spin_settings), TEST(debug_line_per_call))

@@ -190,11 +190,11 @@ static int world_new(int p, const redcoll_threads_config *cfg, th_world **out) {
      * finds it held spins a little before it sleeps in the kernel (a sleep
      * and a wake-up cost more than the wait), where glibc offers that. */
     pthread_mutexattr_t ma;
-    int bad = pthread_mutexattr_init(&ma) != 0;
+    if (pthread_mutexattr_init(&ma) != 0) goto fail_ranks;
 #ifdef PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP
-    if (!bad) pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ADAPTIVE_NP);
+    pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ADAPTIVE_NP);
 #endif
-    bad = bad || pthread_mutex_init(&w->mu, &ma) != 0;
+    int bad = pthread_mutex_init(&w->mu, &ma) != 0;
     pthread_mutexattr_destroy(&ma);
     if (bad) goto fail_ranks;
   }
