@@ -165,7 +165,6 @@ static void test_same_choice(void) {
  * (redcoll_cost_choose) for the model, size, threshold and operator of
  * that call; every step changes one input so that the answer changes. */
 typedef struct {
-  int bad[8];
   redcoll_algo got[8][8], want[8][8];
 } follow_arg;
 
@@ -208,7 +207,6 @@ static int follow_main(redcoll_comm *c, void *argp) {
     fa->got[r][i] = redcoll_comm_last_algorithm(c);
     fa->want[r][i] = redcoll_cost_choose(REDCOLL_COLL_ALLREDUCE, p, n, es, steps[i].threshold,
                                          flags, steps[i].m[0], steps[i].m[1], steps[i].m[2]);
-    if (fa->got[r][i] != fa->want[r][i]) fa->bad[r]++;
   }
   return REDCOLL_OK;
 }

@@ -746,6 +746,14 @@ static void ranks_per_cpu(void) {
   CHECK(redcoll__ranks_per_cpu((int)online * 3, NULL, 0) == 3);
   memset(m, 0, sizeof m);
   CHECK(redcoll__ranks_per_cpu((int)online * 2, m, REDCOLL__CPU_MASK_WORDS) == 2);
+  /* The union: a known mask adds its CPUs, an empty one adds nothing and
+   * says so. */
+  uint64_t acc[REDCOLL__CPU_MASK_WORDS] = {0x1, 0, 0, 0};
+  uint64_t two[REDCOLL__CPU_MASK_WORDS] = {0x2, 0, 1, 0};
+  CHECK_INT(redcoll__cpu_mask_add(acc, two, REDCOLL__CPU_MASK_WORDS), 1);
+  CHECK(acc[0] == 0x3 && acc[1] == 0 && acc[2] == 1 && acc[3] == 0);
+  CHECK_INT(redcoll__cpu_mask_add(acc, m, REDCOLL__CPU_MASK_WORDS), 0);
+  CHECK(acc[0] == 0x3 && acc[2] == 1);
   /* This process's mask: the CPUs sched_getaffinity names, and pinned to
    * one of them, that one alone. */
   int beyond = mask_beyond(), n = 0;

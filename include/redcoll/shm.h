@@ -25,9 +25,9 @@
  * Waiting.  A rank waiting for a peer polls for at most REDCOLL_SPIN_US
  * microseconds (default 100, 0 turns it off): the first REDCOLL_PAUSE_US
  * (default 1) with the CPU's pause hint, unless the segment's ranks
- * outnumber the CPUs their affinity masks allow together, the rest giving the CPU away (sched_yield) between
- * polls; then it sleeps on a futex in the segment
- * until a peer rings it: a host with more ranks than cores is not kept
+ * outnumber the CPUs their affinity masks allow together, the rest giving
+ * the CPU away (sched_yield) between polls; then it sleeps on a futex in
+ * the segment until a peer rings it: a host with more ranks than cores is not kept
  * busy by the ranks that wait.
  *
  * Failures.  Every rank holds a pidfd of every peer and asks them while it

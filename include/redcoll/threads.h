@@ -8,10 +8,11 @@
  * A waiting thread first checks again for at most REDCOLL_SPIN_US
  * microseconds (default 100, 0 turns it off), the first REDCOLL_PAUSE_US
  * (default 1) with the CPU's pause hint unless the world's ranks outnumber
- * the CPUs the process's affinity mask allows, the rest giving its CPU away (sched_yield) between checks; then
- * it sleeps on a condition variable: a thread that sleeps
- * leaves its CPU idle, and waking it again costs tens of microseconds on a
- * virtual machine, several times a small message's copy.
+ * the CPUs the process's affinity mask allows, the rest giving its CPU
+ * away (sched_yield) between checks; then it sleeps on a condition
+ * variable: a thread that sleeps leaves its CPU idle, and waking it again
+ * costs tens of microseconds on a virtual machine, several times a small
+ * message's copy.
  *
  * Two ways to use it:
  *   - redcoll_threads_run() starts p threads, gives each its communicator,

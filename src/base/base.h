@@ -66,6 +66,9 @@ void redcoll__spin_relax(int pause);
  * nwords 64-bit words: 1, or 0 with the words all zero if the mask is not
  * known or holds a CPU beyond them. */
 int redcoll__cpu_mask(uint64_t *words, int nwords);
+/* Adds mask (nwords words, as redcoll__cpu_mask fills them) to the union
+ * acc: 1, or 0 if mask is empty (not known), which leaves acc as it was. */
+int redcoll__cpu_mask_add(uint64_t *acc, const uint64_t *mask, int nwords);
 /* Ranks per CPU of `ranks` ranks that together may run on the CPUs of
  * mask (the union of theirs); the online CPUs if mask is NULL or empty.
  * At least 1. */

@@ -33,6 +33,15 @@ int redcoll__cpu_mask(uint64_t *words, int nwords) {
   return 1;
 }
 
+int redcoll__cpu_mask_add(uint64_t *acc, const uint64_t *mask, int nwords) {
+  uint64_t any = 0;
+  for (int i = 0; i < nwords; i++) {
+    acc[i] |= mask[i];
+    any |= mask[i];
+  }
+  return any != 0;
+}
+
 double redcoll__ranks_per_cpu(int ranks, const uint64_t *mask, int nwords) {
   long cpus = 0;
   for (int i = 0; mask != NULL && i < nwords; i++) cpus += __builtin_popcountll(mask[i]);

@@ -144,8 +144,8 @@ redcoll_algo redcoll__select(const redcoll__call *call) {
   }
   double flat;
   unsigned exclude = redcoll__excluded_flags(call);
-  struct redcoll__pick *k = (unsigned)call->coll < REDCOLL_COLL_COUNT ? &c->pick[call->coll] : NULL;
-  if (share <= 1 && k != NULL && k->valid && k->p == a.p && k->count == a.count &&
+  struct redcoll__pick *k = &c->pick[call->coll];
+  if (share <= 1 && k->valid && k->p == a.p && k->count == a.count &&
       k->root == a.root && k->esize == a.esize && k->threshold == a.threshold &&
       k->exclude == exclude &&
       k->ranks_per_cpu == a.ranks_per_cpu && k->alpha == cm.alpha && k->beta == cm.beta &&
@@ -153,9 +153,8 @@ redcoll_algo redcoll__select(const redcoll__call *call) {
     return k->algo;
   redcoll_algo best = redcoll__cost_select_dup(&a, exclude, &cm, c->cost_dup, &flat);
   if (share <= 1) {
-    if (k != NULL)
-      *k = (struct redcoll__pick){1, a.p, a.root, a.count, a.esize, a.threshold, exclude,
-                                  a.ranks_per_cpu, cm.alpha, cm.beta, cm.gamma, c->cost_dup, best};
+    *k = (struct redcoll__pick){1, a.p, a.root, a.count, a.esize, a.threshold, exclude,
+                                a.ranks_per_cpu, cm.alpha, cm.beta, cm.gamma, c->cost_dup, best};
     return best;
   }
   /* Butterflies whose first rounds stay inside hosts: priced by their

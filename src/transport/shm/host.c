@@ -171,13 +171,9 @@ double redcoll__shm_ranks_per_cpu(const uint64_t *ids, int size) {
       if (w[ID_KERNEL] != me[ID_KERNEL]) continue;
       if (q < r) first = 0; /* counted at the kernel's first rank */
       n++;
-      uint64_t any = 0;
-      for (int i = 0; i < ID_MASK_WORDS; i++) {
-        mask[i] |= w[ID_MASK + i];
-        any |= w[ID_MASK + i];
-      }
+      if (!redcoll__cpu_mask_add(mask, &w[ID_MASK], ID_MASK_WORDS))
+        full = 1; /* no mask, or a CPU beyond it (host_id) */
       if (w[ID_ONLINE] > online) online = w[ID_ONLINE];
-      if (any == 0) full = 1; /* no mask, or a CPU beyond it (host_id) */
     }
     if (!first) continue;
     uint64_t cpus = 0;

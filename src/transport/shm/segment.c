@@ -223,14 +223,8 @@ int redcoll__shm_segment_open(shm_impl *t, const redcoll_shm_config *cfg) {
   /* Every rank has written its mask before it counted itself attached. */
   uint64_t mask[REDCOLL__CPU_MASK_WORDS] = {0};
   int unknown = 0;
-  for (int r = 0; r < t->size; r++) {
-    uint64_t any = 0;
-    for (int i = 0; i < REDCOLL__CPU_MASK_WORDS; i++) {
-      mask[i] |= t->ranks[r].cpus[i];
-      any |= t->ranks[r].cpus[i];
-    }
-    unknown |= any == 0;
-  }
+  for (int r = 0; r < t->size; r++)
+    unknown |= !redcoll__cpu_mask_add(mask, t->ranks[r].cpus, REDCOLL__CPU_MASK_WORDS);
   t->ranks_per_cpu = redcoll__ranks_per_cpu(t->size, unknown ? NULL : mask,
                                             REDCOLL__CPU_MASK_WORDS);
   for (int s = 0; s < t->size; s++) {
