@@ -20,6 +20,9 @@
  * reduce with root > 1 and rank 0 of reduce_scatter, which hold two (the
  * running sum, and the vector arriving next, beside their own input).
  *
+ * Example, reduce on p = 3 with root 0, out of place: rank 0 receives v1
+ * into scratch A and writes R = v0 + A, then v2 into A and R = R + A; v0
+ * is never copied.
  * Example, reduce on p = 4 with root 2, in place: rank 2 receives v0 into
  * scratch A, v1 into scratch B and computes A = A + B; then its own vector
  * R = A + R; then v3 into A and R = R + A.  Result: ((v0 + v1) + v2) + v3.
@@ -44,26 +47,32 @@ static int linear_reduce(const redcoll__call *call, const void *input, void *out
                                                        NULL, 0);
 
   if (out != input || root == 0) {
-    /* The result buffer is free (or already holds v0): accumulate there. */
+    /* The result buffer is free (or already holds v0): accumulate there.
+     * acc is the running sum: at root 0 out of place it starts as the
+     * input itself, so that the first reduction writes out (v0 + v1 in one
+     * pass) instead of copying v0 there first. */
     void *tmp = NULL;
+    const void *acc = out;
     if (p > 1 && (tmp = redcoll__scratch(c, 0, bytes)) == NULL) return REDCOLL_ENOMEM;
     for (int i = 0; i < p; i++) {
       if (i == 0) {
         if (root != 0) {
           if ((rc = recv_whole(call, 0, out)) != REDCOLL_OK) return rc;
-        } else if (out != input) {
-          redcoll__copy(c, out, input, bytes);
+        } else {
+          acc = input;
         }
         continue;
       }
       if (i != root) {
         /* Piped: each segment reduced as soon as it is in. */
-        rc = redcoll__sendrecv_reduce(call, -1, NULL, 0, i, tmp, bytes, out, out, 0);
+        rc = redcoll__sendrecv_reduce(call, -1, NULL, 0, i, tmp, bytes, out, acc, 0);
         if (rc != REDCOLL_OK) return rc;
-        continue;
+      } else {
+        redcoll__reduce(call, out, acc, input, n);
       }
-      redcoll__reduce(call, out, out, input, n);
+      acc = out;
     }
+    if (acc != out) redcoll__copy(c, out, acc, bytes); /* p = 1 */
     return REDCOLL_OK;
   }
 
