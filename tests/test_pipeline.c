@@ -198,6 +198,69 @@ static void overlap(void) {
   unsetenv("REDCOLL_SEGMENT_KB");
 }
 
+/* ---- the transport's segment ------------------------------------------------------ */
+
+/* A transport that suggests pieces (redcoll_transport_info.segment, here
+ * the simulator's mock.segment) cuts the vectors of linear's root when the
+ * application sets no segment; an application's segment, 0 included, wins;
+ * ring stays whole; and AUTO, which prices the pieces, runs linear reduce
+ * at p = 2 where its overlap beats elimination, in the time of io.c's
+ * formula to the last digit. */
+static void transport_segment(void) {
+  unsetenv("REDCOLL_SEGMENT_KB");
+  const size_t counts[] = {255, 256, 257, 1024, 1};
+  const uint64_t msgs[] = {1, 2, 3, 8, 1};
+  for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
+    for (int coll = 0; coll < 2; coll++) {
+      /* allreduce: the same cuts to the root, then one message back */
+      check_case tc = check_case_make(coll ? REDCOLL_COLL_ALLREDUCE : REDCOLL_COLL_REDUCE,
+                                      REDCOLL_ALGO_LINEAR, 2, counts[i], 0, CHECK_OP_SUM, 0);
+      tc.mock.segment = 1024;
+      check_result res;
+      CHECK(check_run_report(&tc, &res));
+      CHECK_MSG(res.msgs == msgs[i] + (uint64_t)coll, "coll %d count %zu: %llu messages", coll,
+                counts[i], (unsigned long long)res.msgs);
+    }
+  check_case tc = check_case_make(REDCOLL_COLL_REDUCE, REDCOLL_ALGO_LINEAR, 3, 1024, 2,
+                                  CHECK_OP_NONCOMM, 0);
+  tc.mock.segment = 1024;
+  check_result res;
+  CHECK(check_run_report(&tc, &res));
+  /* The non-commutative operator's elements are 16 bytes: 16 KiB, 16
+   * pieces from each of ranks 0 and 1 to root 2. */
+  CHECK_MSG(res.msgs == 32, "p 3: %llu messages", (unsigned long long)res.msgs);
+  setenv("REDCOLL_SEGMENT_KB", "0", 1); /* the application's whole messages */
+  CHECK(check_run_report(&tc, &res));
+  CHECK_MSG(res.msgs == 2, "segment 0 set: %llu messages", (unsigned long long)res.msgs);
+  unsetenv("REDCOLL_SEGMENT_KB");
+  tc = check_case_make(REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_RING, 2, 1024, 0, CHECK_OP_SUM, 0);
+  tc.mock.segment = 1024;
+  CHECK(check_run_report(&tc, &res));
+  CHECK_MSG(res.msgs == 4, "ring: %llu messages", (unsigned long long)res.msgs);
+
+  /* AUTO at p = 2, 16 MiB of float32, TCP's default model and pieces. */
+  const double a = 3e-5, be = 1e-9, g = 2.5e-10, m = 16.0 * 1048576;
+  for (int k = 0; k < 2; k++) {
+    tc = check_case_make(REDCOLL_COLL_REDUCE, k ? REDCOLL_ALGO_ELIMINATION : REDCOLL_ALGO_AUTO, 2,
+                         (size_t)4 << 20, 0, CHECK_OP_SUM, 0);
+    tc.dtype = REDCOLL_FLOAT32;
+    tc.mock.alpha = a;
+    tc.mock.beta = be;
+    tc.mock.gamma = g;
+    tc.mock.segment = (size_t)1 << 20;
+    CHECK(check_run_report(&tc, &res));
+    if (k == 0) {
+      double want = step_time(m, 1048576, a, be, g);
+      CHECK_INT(res.algo, REDCOLL_ALGO_LINEAR);
+      CHECK_MSG(res.time > want * (1 - 1e-12) && res.time < want * (1 + 1e-12),
+                "AUTO: %.17g, want %.17g", res.time, want);
+    } else {
+      CHECK_MSG(res.time > step_time(m, 1048576, a, be, g) * 1.05, "elimination: %.17g",
+                res.time);
+    }
+  }
+}
+
 /* ---- failure between segments ------------------------------------------------------ */
 
 /* Rank 1 dies at its 5th transport call, in the middle of its piped send
@@ -275,20 +338,23 @@ static int tcp_rank(redcoll_comm *c, void *arg) {
   for (size_t i = 0; i < n; i++) in[i] = (float)((size_t)rank + i % 101);
   int rc = REDCOLL_OK;
   const redcoll_algo algos[] = {REDCOLL_ALGO_RING, REDCOLL_ALGO_LINEAR};
-  /* 1 KiB pieces: many small messages; 64 KiB ones: pieces that arrive
-   * before their receive are kept in buffers the TCP transport reuses
-   * (the last piece shorter than the buffer). */
-  for (int k = 0; k < 4 && rc == REDCOLL_OK; k++) {
-    redcoll_comm_set_segment(c, k < 2 ? 1024 : 65536);
-    redcoll_comm_set_algorithm(c, REDCOLL_COLL_ALLREDUCE, algos[k % 2]);
-    redcoll_comm_set_algorithm(c, REDCOLL_COLL_REDUCE, algos[k % 2]);
+  /* First unset: the transport's pieces (TCP's 1 MiB: four, the last
+   * shorter, at linear's root; ring whole).  1 KiB pieces: many small
+   * messages; 64 KiB ones: pieces that arrive before their receive are
+   * kept in buffers the TCP transport reuses (the last piece shorter than
+   * the buffer). */
+  if (redcoll_comm_get_segment(c) != 0) rc = 199;
+  for (int k = -2; k < 4 && rc == REDCOLL_OK; k++) {
+    if (k >= 0) redcoll_comm_set_segment(c, k < 2 ? 1024 : 65536);
+    redcoll_comm_set_algorithm(c, REDCOLL_COLL_ALLREDUCE, algos[(k + 2) % 2]);
+    redcoll_comm_set_algorithm(c, REDCOLL_COLL_REDUCE, algos[(k + 2) % 2]);
     rc = redcoll_allreduce(c, in, out, n, REDCOLL_FLOAT32, REDCOLL_SUM);
     for (size_t i = 0; rc == REDCOLL_OK && i < n; i++)
-      if (out[i] != (float)(p * (p - 1) / 2) + (float)p * (float)(i % 101)) rc = 200 + k;
+      if (out[i] != (float)(p * (p - 1) / 2) + (float)p * (float)(i % 101)) rc = 300 + k;
     memset(out, 0, n * sizeof *out);
     if (rc == REDCOLL_OK) rc = redcoll_reduce(c, in, out, n, REDCOLL_FLOAT32, REDCOLL_SUM, p - 1);
     for (size_t i = 0; rc == REDCOLL_OK && rank == p - 1 && i < n; i++)
-      if (out[i] != (float)(p * (p - 1) / 2) + (float)p * (float)(i % 101)) rc = 210 + k;
+      if (out[i] != (float)(p * (p - 1) / 2) + (float)p * (float)(i % 101)) rc = 320 + k;
   }
   free(in);
   free(out);
@@ -312,8 +378,8 @@ static void tcp(void) {
 }
 #endif
 
-TEST_MAIN(TEST(cuts), TEST(results), TEST(nonblocking), TEST(overlap), TEST(dies_midway),
-          TEST(setting)
+TEST_MAIN(TEST(cuts), TEST(results), TEST(nonblocking), TEST(overlap), TEST(transport_segment),
+          TEST(dies_midway), TEST(setting)
 #ifdef REDCOLL_TEST_TCP
           , TEST(tcp)
 #endif

@@ -45,7 +45,7 @@ static double sim_time(redcoll_coll coll, redcoll_algo algo, int p, size_t count
 
 static double model_time(redcoll_coll coll, redcoll_algo algo, int p, size_t count, size_t thr,
                          const redcoll__cost_model *cm) {
-  redcoll__cost_args a = {coll, p, count, 1, thr, 0, 1};
+  redcoll__cost_args a = {coll, p, count, 1, thr, 0, 1, 0};
   return redcoll__cost(algo, &a, cm);
 }
 
@@ -234,7 +234,7 @@ static void test_choice_respects_operator(void) {
   for (int coll = 0; coll < REDCOLL_COLL_COUNT; coll++) {
     for (int p = 2; p <= 300; p += 7) {
       for (size_t n = 1; n <= ((size_t)1 << 26); n *= 8) {
-        redcoll__cost_args a = {(redcoll_coll)coll, p, n, 1, 8192, 0, 1};
+        redcoll__cost_args a = {(redcoll_coll)coll, p, n, 1, 8192, 0, 1, 0};
         redcoll_algo x = redcoll__cost_select(&a, NONCOMM_EXCLUDE, &cm, NULL);
         CHECK(redcoll_algo_is_supported((redcoll_coll)coll, x));
         if (coll <= REDCOLL_COLL_REDUCE_SCATTER)
@@ -459,6 +459,51 @@ static void test_forcing_env(void) {
 
 /* ---- ranks per CPU -------------------------------------------------------- */
 
+/* The root's segment (redcoll__root_segment) prices linear's root as
+ * piped steps, io.c's formula written out here, and nothing else: every
+ * other algorithm costs the same with and without it, and with more ranks
+ * than CPUs linear stays whole. */
+static void test_segment_costs(void) {
+  const redcoll__cost_model tcp = {3e-5, 1e-9, 2.5e-10};
+  const double A = tcp.alpha, B = tcp.beta, G = tcp.gamma, s = 1048576;
+  for (int p = 2; p <= 5; p++)
+    for (size_t m = (size_t)256 << 10; m <= (size_t)64 << 20; m *= 4) {
+      double p1 = p - 1, v = (double)m, k = ceil(v / s), last = v - (k - 1) * s;
+      /* first piece in; each next beside the reduction of the one before;
+       * the last one reduced */
+      double step = A + s * B + (k - 2) * fmax(A + s * B, s * G) +
+                    fmax(A + last * B, s * G) + last * G;
+      redcoll__cost_args a = {REDCOLL_COLL_REDUCE, p, m / 4, 4, 8192, 0, 1, (size_t)1 << 20};
+      redcoll__cost_args whole = a;
+      whole.segment = 0;
+      for (int ar = 0; ar < 2; ar++) {
+        a.coll = whole.coll = ar ? REDCOLL_COLL_ALLREDUCE : REDCOLL_COLL_REDUCE;
+        if (v >= 2 * s)
+          CHECK_DBL(redcoll__cost(REDCOLL_ALGO_LINEAR, &a, &tcp),
+                    p1 * step + (ar ? p1 * (A + v * B) : 0));
+        else /* not cut: the whole formula, bit for bit */
+          CHECK_DBL(redcoll__cost(REDCOLL_ALGO_LINEAR, &a, &tcp),
+                    redcoll__cost(REDCOLL_ALGO_LINEAR, &whole, &tcp));
+      }
+      for (int coll = 0; coll < REDCOLL_COLL_COUNT; coll++) {
+        a.coll = whole.coll = (redcoll_coll)coll;
+        for (int algo = 1; algo < REDCOLL_ALGO_COUNT; algo++) {
+          int lin = algo == REDCOLL_ALGO_LINEAR &&
+                    (coll == REDCOLL_COLL_REDUCE || coll == REDCOLL_COLL_ALLREDUCE ||
+                     coll == REDCOLL_COLL_REDUCE_SCATTER ||
+                     coll == REDCOLL_COLL_REDUCE_SCATTER_BLOCK);
+          if (!lin)
+            CHECK_DBL(redcoll__cost((redcoll_algo)algo, &a, &tcp),
+                      redcoll__cost((redcoll_algo)algo, &whole, &tcp));
+        }
+      }
+      /* Two ranks per CPU: whole, one start-up (as without a segment). */
+      a.coll = REDCOLL_COLL_REDUCE;
+      a.ranks_per_cpu = 2;
+      CHECK_DBL(redcoll__cost(REDCOLL_ALGO_LINEAR, &a, &tcp), 2 * A + p1 * v * (B + G));
+    }
+}
+
 /* The cost model with f ranks per CPU: alpha f per round for every
  * algorithm, and linear allreduce and reduce charged one start-up per
  * phase, their volume and reductions p-1 times. */
@@ -470,7 +515,7 @@ static void test_ranks_per_cpu_costs(void) {
     redcoll__cost_model scaled = tcp;
     scaled.alpha = A;
     for (size_t m = 8; m <= ((size_t)16 << 20); m *= 8) {
-      redcoll__cost_args a = {REDCOLL_COLL_ALLREDUCE, p, m / 4, 4, 8192, 0, f};
+      redcoll__cost_args a = {REDCOLL_COLL_ALLREDUCE, p, m / 4, 4, 8192, 0, f, 0};
       redcoll__cost_args plain = a;
       plain.ranks_per_cpu = 1;
       for (int coll = 0; coll < REDCOLL_COLL_COUNT; coll++) {
@@ -497,7 +542,7 @@ static void test_ranks_per_cpu_costs(void) {
    * reduce from p = 3 up to 32 KiB; never linear for p >= 3 unshared. */
   for (int p = 3; p <= 8; p++) {
     for (size_t m = 8; m <= 32768; m *= 8) {
-      redcoll__cost_args a = {REDCOLL_COLL_ALLREDUCE, p, m / 4, 4, 8192, 0, p / 2.0};
+      redcoll__cost_args a = {REDCOLL_COLL_ALLREDUCE, p, m / 4, 4, 8192, 0, p / 2.0, 0};
       redcoll_algo got = redcoll__cost_select(&a, 0, &tcp, NULL);
       if (m <= 4096)
         CHECK_MSG((got == REDCOLL_ALGO_LINEAR) == (p >= 5), "allreduce p=%d %zu B f=%g: %s", p, m,
@@ -555,7 +600,7 @@ static int rpc_main(redcoll_comm *c, void *argp) {
 static void test_shared_directions(void) {
   redcoll__cost_model cm = {1.2e-5, 1.7e-10, 2.3e-11};
   for (size_t m = (size_t)256 << 10; m <= (size_t)16 << 20; m *= 8) {
-    redcoll__cost_args a = {REDCOLL_COLL_REDUCE, 2, m / 4, 4, 8192, 0, 1};
+    redcoll__cost_args a = {REDCOLL_COLL_REDUCE, 2, m / 4, 4, 8192, 0, 1, 0};
     double full = redcoll__cost(REDCOLL_ALGO_ELIMINATION, &a, &cm);
     CHECK(redcoll__cost_dup(REDCOLL_ALGO_ELIMINATION, &a, &cm, 0) == full);
     /* Elimination's critical path at p = 2: m bytes (m/2 exchanged, m/2 to
@@ -611,4 +656,4 @@ static void test_ranks_per_cpu_setting(void) {
   unsetenv("REDCOLL_RANKS_PER_CPU");
 }
 
-TEST_MAIN(TEST(test_shared_directions), TEST(test_choice_follows_inputs), TEST(test_ranks_per_cpu_costs), TEST(test_ranks_per_cpu_setting), TEST(test_formulas), TEST(test_same_choice), TEST(test_choice_respects_operator), TEST(test_settings), TEST(test_tuning_local), TEST(test_forcing_env))
+TEST_MAIN(TEST(test_shared_directions), TEST(test_segment_costs), TEST(test_choice_follows_inputs), TEST(test_ranks_per_cpu_costs), TEST(test_ranks_per_cpu_setting), TEST(test_formulas), TEST(test_same_choice), TEST(test_choice_respects_operator), TEST(test_settings), TEST(test_tuning_local), TEST(test_forcing_env))

@@ -90,6 +90,10 @@ typedef struct redcoll_mock_config {
   uint32_t ranks_per_host;
   const uint32_t *hosts;
   double local_alpha, local_beta;
+  /* The transport info's segment (redcoll/transport.h): the pieces of a
+   * linear reduce's root when the communicator sets no segment; 0: whole
+   * messages. */
+  size_t segment;
 } redcoll_mock_config;
 
 /* alpha = 1, beta = gamma = 0, seed 1, eager 0, fail_rank and stall_rank

@@ -290,9 +290,12 @@ REDCOLL_API size_t redcoll_comm_get_threshold(const redcoll_comm *c);
  * max(transfer, reduction) instead of their sum.  Every segment is a
  * message (one more alpha each).  0 (REDCOLL_DEFAULT_SEGMENT): whole
  * blocks; on loopback and shared memory with the built-in operators the
- * pieces cost more than the overlap saves (docs/tuning.md).  Unless set
- * here, REDCOLL_SEGMENT_KB (KiB) at creation.  Every rank must set the
- * same value. */
+ * pieces cost more than the overlap saves in ring (docs/tuning.md).  Unless
+ * set here, REDCOLL_SEGMENT_KB (KiB) at creation.  Until one of the two
+ * sets it (0 included), the root of linear reduce and allreduce takes the
+ * transport's pieces (redcoll_transport_info.segment: 1 MiB over TCP, whole
+ * elsewhere), and AUTO prices them.  get returns what was set (0 unset).
+ * Every rank must set the same value. */
 #define REDCOLL_DEFAULT_SEGMENT ((size_t)0)
 REDCOLL_API int redcoll_comm_set_segment(redcoll_comm *c, size_t bytes);
 REDCOLL_API size_t redcoll_comm_get_segment(const redcoll_comm *c);

@@ -82,6 +82,16 @@ typedef struct redcoll_transport_info {
    * (alpha and beta above are then those between hosts).  0: the core
    * assumes a tenth of those between hosts. */
   double local_alpha, local_beta;
+  /* The pieces, in bytes, in which the root of a linear reduce (and of
+   * the reduce inside a linear allreduce) takes each vector when the
+   * application sets no segment (redcoll_comm_set_segment,
+   * REDCOLL_SEGMENT_KB): for a transport whose transfers move while the
+   * receiving rank computes, so that piece j + 1 arrives while piece j is
+   * reduced (TCP, where the sender's kernel copies the bytes: 1 MiB).
+   * AUTO prices those steps piped.  Every rank's value must be the same.
+   * 0: whole messages; a transport compiled against a header without
+   * this field leaves it 0. */
+  size_t segment;
 } redcoll_transport_info;
 
 /* Messages are matched per (peer, channel): a message of one channel never

@@ -124,11 +124,14 @@ struct redcoll_comm {
     size_t count, esize, threshold;
     unsigned exclude;
     double ranks_per_cpu, alpha, beta, gamma, dup;
+    size_t segment;
     redcoll_algo algo;
   } pick[REDCOLL_COLL_COUNT];
   size_t threshold;                      /* butterfly block threshold b, bytes */
   size_t segment;                        /* of a piped step (io.c), bytes;
                                           * 0: whole messages */
+  int segment_set;                       /* the application set segment (a
+                                          * call or REDCOLL_SEGMENT_KB) */
   int error;                             /* first error; then broken */
   uint64_t timeout_ms;                   /* per-collective deadline; 0: none */
   uint64_t deadline_ns;                  /* of the running collective on the
@@ -272,6 +275,13 @@ int redcoll__sendrecv(redcoll_comm *c, int dst, const void *sbuf, size_t slen, i
 int redcoll__sendrecv_reduce(const redcoll__call *call, int dst, const void *sbuf, size_t slen,
                              int src, void *rbuf, size_t rlen, void *out, const void *other,
                              int recv_left);
+/* The same with segments of seg bytes instead of c->segment's. */
+int redcoll__sendrecv_reduce_seg(const redcoll__call *call, size_t seg, int dst, const void *sbuf,
+                                 size_t slen, int src, void *rbuf, size_t rlen, void *out,
+                                 const void *other, int recv_left);
+/* The segment of a linear reduce's root (algo/basic/linear.c): the
+ * application's, else the transport's (redcoll_transport_info.segment). */
+size_t redcoll__root_segment(const redcoll_comm *c);
 
 /* Sends bytes of buf from root to every rank along a binomial tree rooted
  * at root (algo/basic/binary_tree.c): ceil(log2 p) rounds. */

@@ -277,9 +277,9 @@ static void seg_done(redcoll_transport_op *op, int status) {
 }
 
 /* Bytes per segment of a direction of len bytes (whole elements of es
- * bytes), or 0: not cut. */
-static size_t seg_size(const redcoll_comm *c, size_t len, size_t es) {
-  size_t seg = c->segment / es * es;
+ * bytes) in segments of at most segment bytes, or 0: not cut. */
+static size_t seg_size(size_t segment, size_t len, size_t es) {
+  size_t seg = segment / es * es;
   return seg == 0 || len / 2 < seg ? 0 : seg;
 }
 
@@ -375,9 +375,21 @@ static int sends_finish(seg_sends *ss) {
 int redcoll__sendrecv_reduce(const redcoll__call *call, int dst, const void *sbuf, size_t slen,
                              int src, void *rbuf, size_t rlen, void *out, const void *other,
                              int recv_left) {
+  return redcoll__sendrecv_reduce_seg(call, call->comm->segment, dst, sbuf, slen, src, rbuf, rlen,
+                                      out, other, recv_left);
+}
+
+size_t redcoll__root_segment(const redcoll_comm *c) {
+  return c->segment_set ? c->segment : c->info.segment;
+}
+
+int redcoll__sendrecv_reduce_seg(const redcoll__call *call, size_t segment, int dst,
+                                 const void *sbuf, size_t slen, int src, void *rbuf, size_t rlen,
+                                 void *out, const void *other, int recv_left) {
   redcoll_comm *c = call->comm;
   size_t es = call->esize;
-  size_t sseg = dst >= 0 ? seg_size(c, slen, es) : 0, rseg = src >= 0 ? seg_size(c, rlen, es) : 0;
+  size_t sseg = dst >= 0 ? seg_size(segment, slen, es) : 0;
+  size_t rseg = src >= 0 ? seg_size(segment, rlen, es) : 0;
   size_t ks = seg_count(slen, sseg), kr = seg_count(rlen, rseg), k = ks > kr ? ks : kr;
   int posts = c->ops->version >= 4 && c->ops->post != NULL && c->ops->progress != NULL &&
               (c->nb == NULL || redcoll__fiber_current() != &c->nb->fiber);

@@ -83,6 +83,7 @@ static int segment_from_env(redcoll_comm *c) {
     return REDCOLL_EINVAL;
   }
   c->segment = (size_t)kb * 1024;
+  c->segment_set = 1;
   return REDCOLL_OK;
 }
 
@@ -286,6 +287,7 @@ REDCOLL_API size_t redcoll_comm_get_threshold(const redcoll_comm *c) {
 REDCOLL_API int redcoll_comm_set_segment(redcoll_comm *c, size_t bytes) {
   if (c == NULL) return REDCOLL_EINVAL;
   c->segment = bytes;
+  c->segment_set = 1;
   return REDCOLL_OK;
 }
 

@@ -7,6 +7,8 @@
  * (algo/<family>/) and in the registry rows; redcoll__cost (select.c) calls
  * them.
  */
+#include <math.h>
+
 #include "select/cost.h"
 
 int redcoll__ilog2_floor(int p) {
@@ -22,6 +24,14 @@ int redcoll__trailing_zeros(int p) {
     t++;
   }
   return t;
+}
+
+double redcoll__cost_piped(const redcoll__mach *M, double b, size_t segment, size_t es) {
+  double s = es > 0 ? (double)(segment / es * es) : 0;
+  if (s == 0 || b / 2 < s) return M->a + b * (M->b + M->g);
+  double k = ceil(b / s), last = b - (k - 1) * s;
+  double full = fmax(M->a + s * M->b, s * M->g), tail = fmax(M->a + last * M->b, s * M->g);
+  return M->a + s * M->b + (k - 2) * full + tail + last * M->g;
 }
 
 double redcoll__cost_blk(size_t n, size_t k, size_t es) {

@@ -29,6 +29,8 @@ typedef struct redcoll__cost_args {
   int root;
   double ranks_per_cpu; /* f > 1: alpha f per round, and the start-ups of
                          * a linear allreduce or reduce overlap (linear.c) */
+  size_t segment;       /* of a linear reduce's root (redcoll__root_segment);
+                         * 0: whole messages */
 } redcoll__cost_args;
 
 /* The machine as the cost functions see it: alpha already scaled by the
@@ -42,6 +44,13 @@ typedef struct redcoll__mach {
 int redcoll__ilog2_floor(int p);
 /* Trailing zero bits of p (p = odd 2^t). */
 int redcoll__trailing_zeros(int p);
+/* A piped step (algo/io.c) that receives b bytes in segments of at most
+ * segment bytes (whole elements of es bytes) and reduces them: alpha + b
+ * (beta + gamma) when it is not cut (segment 0, or fewer than two
+ * segments), else the first segment's transfer, each next one's beside
+ * the reduction of the one before, and the last one's reduction:
+ *   alpha + s beta + sum_{j>0} max(alpha + s_j beta, s gamma) + s_last gamma. */
+double redcoll__cost_piped(const redcoll__mach *M, double b, size_t segment, size_t es);
 /* Bytes of the largest of k balanced blocks of n elements. */
 double redcoll__cost_blk(size_t n, size_t k, size_t es);
 /* Bytes of the piece after z halvings (the lower half keeps the odd

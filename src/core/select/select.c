@@ -114,7 +114,7 @@ static double butterfly_on_hosts(const redcoll__call *call, redcoll_algo algo) {
   size_t m = call->count;
   size_t across = algo == REDCOLL_ALGO_HALVING_DOUBLING ? (m + (size_t)T - 1) / (size_t)T : m;
   redcoll__cost_args in = {REDCOLL_COLL_ALLREDUCE, T, m, call->esize, c->threshold, 0,
-                           c->ranks_per_cpu};
+                           c->ranks_per_cpu, 0};
   redcoll__cost_args out = in;
   out.p = H;
   out.count = across;
@@ -134,7 +134,7 @@ redcoll_algo redcoll__select(const redcoll__call *call) {
   double share = redcoll__two_level_link_share(c);
   redcoll__cost_model cm = {c->cost_alpha, c->cost_beta * share, c->cost_gamma};
   redcoll__cost_args a = {call->coll,   c->size,    call->count,      call->esize,
-                          c->threshold, call->root, c->ranks_per_cpu};
+                          c->threshold, call->root, c->ranks_per_cpu, redcoll__root_segment(c)};
   if (call->counts != NULL) {
     /* Irregular blocks: the largest one is on the critical path. */
     size_t mx = 0;
@@ -149,12 +149,13 @@ redcoll_algo redcoll__select(const redcoll__call *call) {
       k->root == a.root && k->esize == a.esize && k->threshold == a.threshold &&
       k->exclude == exclude &&
       k->ranks_per_cpu == a.ranks_per_cpu && k->alpha == cm.alpha && k->beta == cm.beta &&
-      k->gamma == cm.gamma && k->dup == c->cost_dup)
+      k->gamma == cm.gamma && k->dup == c->cost_dup && k->segment == a.segment)
     return k->algo;
   redcoll_algo best = redcoll__cost_select_dup(&a, exclude, &cm, c->cost_dup, &flat);
   if (share <= 1) {
-    *k = (struct redcoll__pick){1, a.p, a.root, a.count, a.esize, a.threshold, exclude,
-                                a.ranks_per_cpu, cm.alpha, cm.beta, cm.gamma, c->cost_dup, best};
+    *k = (struct redcoll__pick){1,        a.p,     a.root,   a.count,     a.esize,
+                                a.threshold, exclude, a.ranks_per_cpu, cm.alpha,
+                                cm.beta,  cm.gamma, c->cost_dup, a.segment, best};
     return best;
   }
   /* Butterflies whose first rounds stay inside hosts: priced by their
@@ -183,7 +184,8 @@ static int phase_run(const redcoll__call *sub) {
 static double phase_cost(const redcoll__call *call, redcoll_coll coll, int p, size_t count,
                          double a, double b) {
   const redcoll_comm *c = call->comm;
-  redcoll__cost_args args = {coll, p, count, call->esize, c->threshold, 0, c->ranks_per_cpu};
+  redcoll__cost_args args = {coll,         p, count, call->esize, c->threshold, 0,
+                             c->ranks_per_cpu, redcoll__root_segment(c)};
   redcoll__cost_model cm = {a, b, c->cost_gamma};
   double t;
   redcoll__cost_select(&args, redcoll__excluded_flags(call), &cm, &t);
@@ -224,7 +226,7 @@ REDCOLL_API int redcoll_cost_predict(redcoll_coll coll, redcoll_algo algo, int p
       elem_size == 0 || threshold == 0 || time == NULL || !redcoll__cost_valid(alpha) ||
       !redcoll__cost_valid(beta) || !redcoll__cost_valid(gamma))
     return REDCOLL_EINVAL;
-  redcoll__cost_args a = {coll, p, count, elem_size, threshold, 0, 1};
+  redcoll__cost_args a = {coll, p, count, elem_size, threshold, 0, 1, 0};
   redcoll__cost_model cm = {alpha, beta, gamma};
   double t = redcoll__cost(algo, &a, &cm);
   if (t < 0) return REDCOLL_ENOTSUP;
@@ -237,7 +239,7 @@ REDCOLL_API redcoll_algo redcoll_cost_choose(redcoll_coll coll, int p, size_t co
                                              double alpha, double beta, double gamma) {
   if ((unsigned)coll >= REDCOLL_COLL_COUNT || p < 1 || elem_size == 0 || threshold == 0)
     return REDCOLL_ALGO_AUTO;
-  redcoll__cost_args a = {coll, p, count, elem_size, threshold, 0, 1};
+  redcoll__cost_args a = {coll, p, count, elem_size, threshold, 0, 1, 0};
   redcoll__cost_model cm = {alpha, beta, gamma};
   return redcoll__cost_select(&a, exclude_of(op_flags), &cm, NULL);
 }

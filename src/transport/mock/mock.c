@@ -242,6 +242,7 @@ static int mock_info(void *impl, redcoll_transport_info *info) {
   info->hosts = r->run->hosts;
   info->local_alpha = r->run->cfg.local_alpha;
   info->local_beta = r->run->cfg.local_beta;
+  info->segment = r->run->cfg.segment;
   return REDCOLL_OK;
 }
 

@@ -984,6 +984,10 @@ static int tcp_info(void *impl, redcoll_transport_info *info) {
   info->beta = 1e-9;
   info->gamma = 2.5e-10;
   info->ranks_per_cpu = redcoll__tcp_ranks_per_cpu(t);
+  /* The sender's kernel copies a piece while the root reduces the one
+   * before: linear reduce of 16 MiB at p = 2 on loopback took 6.4-6.6 ms in
+   * 1 MiB pieces against 8.6-11.5 whole (docs/performance.md). */
+  info->segment = REDCOLL__TCP_ROOT_SEGMENT;
   /* On the embedder's loop one thread, the loop's, makes every call. */
   info->caps = REDCOLL_TRANSPORT_CAP_CHANNELS | REDCOLL_TRANSPORT_CAP_YIELD |
                (t->ext ? 0 : REDCOLL_TRANSPORT_CAP_THREADS);

@@ -43,6 +43,10 @@
 #define REDCOLL__TCP_EXT_TURN ((size_t)128 << 10)
 #define REDCOLL__TCP_EXT_WRITE ((size_t)128 << 10)
 #define REDCOLL__TCP_EXT_COPY ((size_t)128 << 10)
+/* The pieces of a linear reduce's root (redcoll_transport_info.segment):
+ * the sender's kernel copies piece j + 1 into the connection while the
+ * root reduces piece j. */
+#define REDCOLL__TCP_ROOT_SEGMENT ((size_t)1 << 20)
 /* How long destroy waits for its goodbyes to be written (tcp.c); on the
  * program's loop, while a message is still being written in pieces (its
  * call ended early), the transport keeps its connections until that is

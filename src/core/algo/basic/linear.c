@@ -32,8 +32,8 @@
 
 /* Rank src's vector into buf, cut as its piped send cut it. */
 static int recv_whole(const redcoll__call *call, int src, void *buf) {
-  return redcoll__sendrecv_reduce(call, -1, NULL, 0, src, buf, call->count * call->esize, NULL,
-                                  NULL, 0);
+  return redcoll__sendrecv_reduce_seg(call, redcoll__root_segment(call->comm), -1, NULL, 0, src,
+                                      buf, call->count * call->esize, NULL, NULL, 0);
 }
 
 /* Reduces the p vectors of call->count elements to rank root, in rank order.
@@ -43,8 +43,9 @@ static int linear_reduce(const redcoll__call *call, const void *input, void *out
   redcoll_comm *c = call->comm;
   size_t n = call->count, bytes = n * call->esize;
   int p = c->size, rc;
-  if (c->rank != root) return redcoll__sendrecv_reduce(call, root, input, bytes, -1, NULL, 0, NULL,
-                                                       NULL, 0);
+  size_t seg = redcoll__root_segment(c);
+  if (c->rank != root)
+    return redcoll__sendrecv_reduce_seg(call, seg, root, input, bytes, -1, NULL, 0, NULL, NULL, 0);
 
   if (out != input || root == 0) {
     /* The result buffer is free (or already holds v0): accumulate there.
@@ -65,7 +66,7 @@ static int linear_reduce(const redcoll__call *call, const void *input, void *out
       }
       if (i != root) {
         /* Piped: each segment reduced as soon as it is in. */
-        rc = redcoll__sendrecv_reduce(call, -1, NULL, 0, i, tmp, bytes, out, acc, 0);
+        rc = redcoll__sendrecv_reduce_seg(call, seg, -1, NULL, 0, i, tmp, bytes, out, acc, 0);
         if (rc != REDCOLL_OK) return rc;
       } else {
         redcoll__reduce(call, out, acc, input, n);
@@ -83,12 +84,12 @@ static int linear_reduce(const redcoll__call *call, const void *input, void *out
   if (a == NULL || (root > 1 && b == NULL)) return REDCOLL_ENOMEM;
   if ((rc = recv_whole(call, 0, a)) != REDCOLL_OK) return rc;
   for (int i = 1; i < root; i++) {
-    rc = redcoll__sendrecv_reduce(call, -1, NULL, 0, i, b, bytes, a, a, 0);
+    rc = redcoll__sendrecv_reduce_seg(call, seg, -1, NULL, 0, i, b, bytes, a, a, 0);
     if (rc != REDCOLL_OK) return rc;
   }
   redcoll__reduce(call, out, a, out, n);
   for (int i = root + 1; i < p; i++) {
-    rc = redcoll__sendrecv_reduce(call, -1, NULL, 0, i, a, bytes, out, out, 0);
+    rc = redcoll__sendrecv_reduce_seg(call, seg, -1, NULL, 0, i, a, bytes, out, out, 0);
     if (rc != REDCOLL_OK) return rc;
   }
   return REDCOLL_OK;
@@ -190,19 +191,34 @@ static double bytes_of(const redcoll__cost_args *a) { return (double)a->count * 
  * (docs/tuning.md), so the other collectives keep p-1. */
 static double starts(const redcoll__cost_args *a) { return a->ranks_per_cpu > 1 ? 1 : a->p - 1; }
 
+/* Whether the root's receives of v bytes each are priced as piped steps
+ * (io.c): when the root's segment cuts them, and the ranks do not
+ * outnumber the CPUs (then no CPU is free to move one piece while the root
+ * reduces the one before, and the start-ups of allreduce and reduce
+ * overlap instead: starts). */
+static int piped(const redcoll__cost_args *a, double v) {
+  double s = a->esize > 0 ? (double)(a->segment / a->esize * a->esize) : 0;
+  return a->ranks_per_cpu <= 1 && s > 0 && v / 2 >= s;
+}
+
 static double cost_allreduce(const redcoll__mach *M, const redcoll__cost_args *a) {
   double p1 = a->p - 1, m = bytes_of(a);
+  if (piped(a, m))
+    return p1 * redcoll__cost_piped(M, m, a->segment, a->esize) + p1 * (M->a + m * M->b);
   return 2 * starts(a) * M->a + p1 * m * (2 * M->b + M->g);
 }
 
 static double cost_reduce(const redcoll__mach *M, const redcoll__cost_args *a) {
   double p1 = a->p - 1, m = bytes_of(a);
+  if (piped(a, m)) return p1 * redcoll__cost_piped(M, m, a->segment, a->esize);
   return starts(a) * M->a + p1 * m * (M->b + M->g);
 }
 
 static double cost_reduce_scatter(const redcoll__mach *M, const redcoll__cost_args *a) {
   double p1 = a->p - 1, m = bytes_of(a), v = m * a->p;
-  return p1 * redcoll__cost_rnd(M, v, v) + p1 * redcoll__cost_rnd(M, m, 0);
+  double root = piped(a, v) ? redcoll__cost_piped(M, v, a->segment, a->esize)
+                            : redcoll__cost_rnd(M, v, v);
+  return p1 * root + p1 * redcoll__cost_rnd(M, m, 0);
 }
 
 static double cost_allgather(const redcoll__mach *M, const redcoll__cost_args *a) {

@@ -310,6 +310,8 @@ static void refresh(redcoll_comm *c, redcoll_comm *v, double a, double b) {
   v->cost_beta = b;
   v->cost_gamma = c->cost_gamma;
   v->threshold = c->threshold;
+  v->segment = c->segment;
+  v->segment_set = c->segment_set;
   v->results = c->results;
   v->ranks_per_cpu = c->ranks_per_cpu;
 }
