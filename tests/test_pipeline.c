@@ -21,6 +21,13 @@
 #include "tcp_runner.h"
 #endif
 
+/* A collective, an algorithm and an operator to run them with. */
+typedef struct pipe_case {
+  redcoll_coll coll;
+  redcoll_algo algo;
+  check_op op;
+} pipe_case;
+
 /* Segments of 1 KiB for every communicator created from here on. */
 static void small_segments(void) { setenv("REDCOLL_SEGMENT_KB", "1", 1); }
 
@@ -55,11 +62,7 @@ static void results(void) {
     for (int p = 2; p <= 6; p++)
       for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++) {
         size_t n = counts[ci];
-        struct {
-          redcoll_coll coll;
-          redcoll_algo algo;
-          check_op op;
-        } cases[] = {
+        const pipe_case cases[] = {
             {REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_RING, CHECK_OP_SUM},
             {REDCOLL_COLL_REDUCE, REDCOLL_ALGO_RING, CHECK_OP_MAX},
             {REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_LINEAR, CHECK_OP_NONCOMM},
@@ -261,6 +264,42 @@ static void transport_segment(void) {
   }
 }
 
+/* ---- pieces between simulated hosts ---------------------------------------------------- */
+
+/* On the simulator with hosts, a transfer between hosts is matched at once
+ * and timed later; its receive must not take a second message meanwhile
+ * (the sender's next piece did, and a ring step then met a piece of the
+ * wrong length or deadlocked).  Flat ring, and the two-level phases (views
+ * that take the communicator's segment, and the transport's), p = 3..8,
+ * hosts of 2 and 3 ranks, the non-commutative operator where the algorithm
+ * takes it. */
+static void hosts(void) {
+  for (int seg = 0; seg < 2; seg++)
+    for (int rph = 2; rph <= 3; rph++)
+      for (int p = 3; p <= 8; p++) {
+        const pipe_case cases[] = {
+            {REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_RING, CHECK_OP_SUM},
+            {REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_TWO_LEVEL, CHECK_OP_NONCOMM},
+            {REDCOLL_COLL_REDUCE, REDCOLL_ALGO_TWO_LEVEL, CHECK_OP_NONCOMM},
+            {REDCOLL_COLL_REDUCE_SCATTER_BLOCK, REDCOLL_ALGO_TWO_LEVEL, CHECK_OP_NONCOMM},
+        };
+        if (seg) small_segments(); /* the application's: every piped step */
+        else unsetenv("REDCOLL_SEGMENT_KB");
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+          check_case tc = check_case_make(cases[i].coll, cases[i].algo, p, 1000, 0, cases[i].op, 0);
+          tc.mock.ranks_per_host = (uint32_t)rph;
+          tc.mock.alpha = 1e-5;
+          tc.mock.beta = 1e-9;
+          tc.mock.gamma = 1e-10;
+          tc.mock.segment = 1024; /* the transport's: linear's root */
+          check_result res;
+          CHECK_MSG(check_run_report(&tc, &res), "segment %s, %d per host, p %d, case %zu: %s",
+                    seg ? "1 KiB" : "unset", rph, p, i, res.error);
+        }
+      }
+  unsetenv("REDCOLL_SEGMENT_KB");
+}
+
 /* ---- failure between segments ------------------------------------------------------ */
 
 /* Rank 1 dies at its 5th transport call, in the middle of its piped send
@@ -379,7 +418,7 @@ static void tcp(void) {
 #endif
 
 TEST_MAIN(TEST(cuts), TEST(results), TEST(nonblocking), TEST(overlap), TEST(transport_segment),
-          TEST(dies_midway), TEST(setting)
+          TEST(hosts), TEST(dies_midway), TEST(setting)
 #ifdef REDCOLL_TEST_TCP
           , TEST(tcp)
 #endif

@@ -292,10 +292,13 @@ REDCOLL_API size_t redcoll_comm_get_threshold(const redcoll_comm *c);
  * blocks; on loopback and shared memory with the built-in operators the
  * pieces cost more than the overlap saves in ring (docs/tuning.md).  Unless
  * set here, REDCOLL_SEGMENT_KB (KiB) at creation.  Until one of the two
- * sets it (0 included), the root of linear reduce and allreduce takes the
- * transport's pieces (redcoll_transport_info.segment: 1 MiB over TCP, whole
- * elsewhere), and AUTO prices them.  get returns what was set (0 unset).
- * Every rank must set the same value. */
+ * sets it (0 included), the root of linear reduce (also inside linear
+ * allreduce and reduce-scatter) takes the transport's pieces
+ * (redcoll_transport_info.segment: 1 MiB over TCP unless every rank is on
+ * one host, the simulator's mock.segment, whole elsewhere), and AUTO prices
+ * them.  The phases of a two-level collective take the communicator's
+ * setting too.  get returns what was set (0 unset).  Every rank must set
+ * the same value. */
 #define REDCOLL_DEFAULT_SEGMENT ((size_t)0)
 REDCOLL_API int redcoll_comm_set_segment(redcoll_comm *c, size_t bytes);
 REDCOLL_API size_t redcoll_comm_get_segment(const redcoll_comm *c);
@@ -485,7 +488,9 @@ REDCOLL_API int redcoll_comm_get_ranks_per_cpu(redcoll_comm *c, double *ranks_pe
  * REDCOLL_CHOOSE_RANK_DEPENDENT (results that differ between ranks in the
  * last bits are acceptable: an integer dtype with a built-in operator, or
  * REDCOLL_RESULTS_FAST).  For tools and tests; the communicator is not
- * needed. */
+ * needed, and so neither is a transport's segment (transport.h): both
+ * price the root of linear whole, where AUTO on a TCP communicator prices
+ * TCP's pieces. */
 #define REDCOLL_CHOOSE_COMMUTATIVE 1
 #define REDCOLL_CHOOSE_RANK_DEPENDENT 2
 REDCOLL_API int redcoll_cost_predict(redcoll_coll coll, redcoll_algo algo, int p, size_t count,

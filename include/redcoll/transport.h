@@ -82,8 +82,9 @@ typedef struct redcoll_transport_info {
    * (alpha and beta above are then those between hosts).  0: the core
    * assumes a tenth of those between hosts. */
   double local_alpha, local_beta;
-  /* The pieces, in bytes, in which the root of a linear reduce (and of
-   * the reduce inside a linear allreduce) takes each vector when the
+  /* The pieces, in bytes, in which the root of a linear reduce (also of
+   * the reduce inside linear allreduce and reduce-scatter) takes each
+   * vector when the
    * application sets no segment (redcoll_comm_set_segment,
    * REDCOLL_SEGMENT_KB): for a transport whose transfers move while the
    * receiving rank computes, so that piece j + 1 arrives while piece j is

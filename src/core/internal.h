@@ -129,7 +129,8 @@ struct redcoll_comm {
   } pick[REDCOLL_COLL_COUNT];
   size_t threshold;                      /* butterfly block threshold b, bytes */
   size_t segment;                        /* of a piped step (io.c), bytes;
-                                          * 0: whole messages */
+                                          * 0: whole messages (linear's root:
+                                          * the transport's unless set) */
   int segment_set;                       /* the application set segment (a
                                           * call or REDCOLL_SEGMENT_KB) */
   int error;                             /* first error; then broken */

@@ -258,7 +258,8 @@ void redcoll__copy(redcoll_comm *c, void *dst, const void *src, size_t bytes) {
  * waited for one at a time), the segments go one after the other, so that
  * the messages are the same whoever runs them.  A direction is cut when it
  * holds at least two segments; the cuts depend on its length and the
- * communicator's segment size only, which every rank sets alike. */
+ * segment the step is given only (the communicator's, or at linear's root
+ * redcoll__root_segment's), which is the same on every rank. */
 
 /* Send pieces of one step in flight at once. */
 #define SEG_SENDS 4

@@ -412,6 +412,7 @@ static void deliver(mock_run *run, mock_msg *m, mock_op *rop) {
     run->xfers = x;
     m->op->deferred++;
     rop->deferred++;
+    rop->rmatched = 1;
   } else {
     redcoll__mock_record(run, m, start, end, rend);
     double *ho, *hi, occupy;
@@ -467,7 +468,7 @@ int redcoll__mock_xfer_step(mock_run *run) {
 /* The first open receive of rank d from src on chan, in post order. */
 static mock_op *open_recv(mock_rank *d, int src, uint64_t chan) {
   for (mock_op *op = d->ops; op != NULL; op = op->next)
-    if (op->recv_active && op->rsrc == src && op->chan == chan) return op;
+    if (op->recv_active && !op->rmatched && op->rsrc == src && op->chan == chan) return op;
   return NULL;
 }
 
@@ -540,6 +541,7 @@ void redcoll__mock_post_recv(mock_run *run, mock_op *op, int src, uint64_t tag, 
                              size_t len) {
   mock_rank *r = op->r;
   op->recv_active = 1;
+  op->rmatched = 0;
   op->pend++;
   op->rsrc = src;
   op->rtag = tag;

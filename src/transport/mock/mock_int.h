@@ -136,6 +136,8 @@ typedef struct mock_op {
   double rpost_t;        /* receive post time */
   uint64_t rpost_r;
   int deferred;          /* its halves in run->xfers (transfers between hosts) */
+  int rmatched;          /* its receive has its message, timed later (a
+                          * transfer between hosts): no other may match it */
 } mock_op;
 
 /* A matched rendezvous transfer between hosts whose times are not known

@@ -531,11 +531,17 @@ static int h_progress(void *impl, uint64_t until_ns) {
 
 /* The network's model between hosts; within one, the shared-memory
  * transport's own (REDCOLL__SHM_ALPHA and _BETA: 2 us and 10 GB/s), the
- * same on every rank, also on one that reaches its host's ranks by TCP. */
+ * same on every rank, also on one that reaches its host's ranks by TCP.
+ * The network's pieces for linear's root (info.segment) where some pair
+ * goes over it; whole when every rank is on this host: through shared
+ * memory the receiver's CPU copies, so nothing overlaps. */
 static int h_info(void *impl, redcoll_transport_info *info) {
   host_impl *h = impl;
   int rc = h->net_ops->info(h->net, info);
   info->caps = REDCOLL_TRANSPORT_CAP_CHANNELS | REDCOLL_TRANSPORT_CAP_THREADS;
+  int one_host = 1;
+  for (int r = 0; r < h->size; r++) one_host &= h->hosts[r] == 0;
+  if (one_host) info->segment = 0;
   info->hosts = h->hosts;
   info->local_alpha = REDCOLL__SHM_ALPHA;
   info->local_beta = REDCOLL__SHM_BETA;

@@ -12,8 +12,11 @@
  * allgather(v): every rank sends its block to rank 0, which broadcasts the
  *   gathered vector linearly.
  *
- * The vectors sent to the root go as piped steps (io.c): the root reduces
- * each segment while the next is on its way.
+ * The vectors sent to the root go as piped steps (io.c) in the segments of
+ * redcoll__root_segment (the application's, else the transport's: TCP's
+ * 1 MiB): the root reduces each segment while the next is on its way, and
+ * the cost functions price each of its p - 1 receives as such a step
+ * (redcoll__cost_piped) instead of alpha + m (beta + gamma).
  *
  * Restrictions: none; every variant keeps rank order, so non-commutative
  * operators are fine.  Scratch: one vector, except the root of an in-place

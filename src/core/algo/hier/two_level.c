@@ -102,8 +102,8 @@ void redcoll__hier_free(redcoll_comm *c) {
 
 /* A view of the ranks `ranks[0 .. n)` of c (in that order), this rank
  * being ranks[me]: c's transport and channel, one level (no hosts), no
- * calibration; its cost model and settings are c's, refreshed at every
- * call (refresh). */
+ * calibration; its cost model and settings (the segment too) are c's,
+ * refreshed at every call (refresh). */
 static int make_view(redcoll_comm *c, const int *ranks, int n, int me, redcoll_comm **out) {
   redcoll_comm *v = calloc(1, sizeof *v);
   int *map = malloc((size_t)n * sizeof *map);
