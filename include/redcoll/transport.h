@@ -84,8 +84,7 @@ typedef struct redcoll_transport_info {
   double local_alpha, local_beta;
   /* The pieces, in bytes, in which the root of a linear reduce (also of
    * the reduce inside linear allreduce and reduce-scatter) takes each
-   * vector when the
-   * application sets no segment (redcoll_comm_set_segment,
+   * vector when the application sets no segment (redcoll_comm_set_segment,
    * REDCOLL_SEGMENT_KB): for a transport whose transfers move while the
    * receiving rank computes, so that piece j + 1 arrives while piece j is
    * reduced (TCP, where the sender's kernel copies the bytes: 1 MiB).
