@@ -26,9 +26,14 @@ int redcoll__trailing_zeros(int p) {
   return t;
 }
 
-double redcoll__cost_piped(const redcoll__mach *M, double b, size_t segment, size_t es) {
+double redcoll__cost_cut(double b, size_t segment, size_t es) {
   double s = es > 0 ? (double)(segment / es * es) : 0;
-  if (s == 0 || b / 2 < s) return M->a + b * (M->b + M->g);
+  return s == 0 || b / 2 < s ? 0 : s;
+}
+
+double redcoll__cost_piped(const redcoll__mach *M, double b, size_t segment, size_t es) {
+  double s = redcoll__cost_cut(b, segment, es);
+  if (s == 0) return M->a + b * (M->b + M->g);
   double k = ceil(b / s), last = b - (k - 1) * s;
   double full = fmax(M->a + s * M->b, s * M->g), tail = fmax(M->a + last * M->b, s * M->g);
   return M->a + s * M->b + (k - 2) * full + tail + last * M->g;

@@ -51,6 +51,9 @@ int redcoll__trailing_zeros(int p);
  * the reduction of the one before, and the last one's reduction:
  *   alpha + s beta + sum_{j>0} max(alpha + s_j beta, s gamma) + s_last gamma. */
 double redcoll__cost_piped(const redcoll__mach *M, double b, size_t segment, size_t es);
+/* The segment such a step of b bytes is cut into (io.c's seg_size): whole
+ * elements, or 0 when it goes whole. */
+double redcoll__cost_cut(double b, size_t segment, size_t es);
 /* Bytes of the largest of k balanced blocks of n elements. */
 double redcoll__cost_blk(size_t n, size_t k, size_t es);
 /* Bytes of the piece after z halvings (the lower half keeps the odd

@@ -200,8 +200,7 @@ static double starts(const redcoll__cost_args *a) { return a->ranks_per_cpu > 1 
  * reduces the one before, and the start-ups of allreduce and reduce
  * overlap instead: starts). */
 static int piped(const redcoll__cost_args *a, double v) {
-  double s = a->esize > 0 ? (double)(a->segment / a->esize * a->esize) : 0;
-  return a->ranks_per_cpu <= 1 && s > 0 && v / 2 >= s;
+  return a->ranks_per_cpu <= 1 && redcoll__cost_cut(v, a->segment, a->esize) > 0;
 }
 
 static double cost_allreduce(const redcoll__mach *M, const redcoll__cost_args *a) {
