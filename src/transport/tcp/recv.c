@@ -26,6 +26,39 @@
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b);
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b);
+static void on_resume(uv_check_t *h);
+
+/* Connections paused for a turn read on. */
+static void resume_paused(redcoll__tcp *t) {
+  for (redcoll__tcp_conn *c = t->conns.next; c != &t->conns; c = c->next) {
+    if (!c->paused) continue;
+    c->paused = 0;
+    if (redcoll__tcp_buffered(c)) redcoll__tcp_rx_pump(c); /* reads on if it may */
+    else redcoll__tcp_conn_read_start(c);
+  }
+}
+
+int redcoll__tcp_resume_init(redcoll__tcp *t) {
+  if (uv_check_init(t->loop, &t->resume) != 0) return REDCOLL_ENOMEM;
+  t->resume.data = t;
+  uv_unref((uv_handle_t *)&t->resume);
+  t->resume_init = 1;
+  return REDCOLL_OK;
+}
+
+static void on_resume(uv_check_t *h) {
+  uv_check_stop(h);
+  resume_paused(h->data);
+}
+
+/* c's receive r just ended: on the transport's own loop, after a large
+ * one, c reads nothing more in this turn (REDCOLL__TCP_PAUSE_MIN). */
+static void pause_turn(redcoll__tcp *t, redcoll__tcp_conn *c, const redcoll__tcp_recv *r) {
+  if (t->ext || !t->resume_init || r->len < REDCOLL__TCP_PAUSE_MIN || !c->reading) return;
+  redcoll__tcp_conn_read_stop(c);
+  c->paused = 1;
+  uv_check_start(&t->resume, on_resume);
+}
 
 void redcoll__tcp_conn_read_start(redcoll__tcp_conn *c) {
   if (c->reading || c->closing || c->paused) return;
@@ -63,6 +96,7 @@ static void payload_done(redcoll__tcp *t, redcoll__tcp_conn *c) {
     r->done = 1;
     r->status = REDCOLL_OK;
     redcoll__tcp_pchan_tidy(t, q, pc);
+    pause_turn(t, c, r);
     return;
   }
   c->sink_um = NULL;
@@ -576,11 +610,8 @@ void redcoll__tcp_ext_turn(redcoll__tcp *t) {
   for (redcoll__tcp_conn *c = t->conns.next; c != &t->conns; c = c->next) {
     c->turn_bytes = 0;
     redcoll__tcp_send_piece(c);
-    if (!c->paused) continue;
-    c->paused = 0;
-    if (redcoll__tcp_buffered(c)) redcoll__tcp_rx_pump(c); /* reads on if it may */
-    else redcoll__tcp_conn_read_start(c);
   }
+  resume_paused(t);
   copy_turn(t);
 }
 

@@ -27,6 +27,9 @@ void redcoll__tcp_rx_pump(redcoll__tcp_conn *c);
  * connections read on (REDCOLL__TCP_EXT_TURN), and the receives copying a
  * kept message take their next slice (REDCOLL__TCP_EXT_COPY). */
 void redcoll__tcp_ext_turn(redcoll__tcp *t);
+/* Sets up t->resume (not on the program's loop); REDCOLL_ENOMEM if libuv
+ * refuses. */
+int redcoll__tcp_resume_init(redcoll__tcp *t);
 /* The connection is gone (EOF or error uverr). */
 void redcoll__tcp_conn_lost(redcoll__tcp_conn *c, int uverr);
 

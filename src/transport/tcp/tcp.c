@@ -817,6 +817,7 @@ static void close_all(redcoll__tcp *t) {
     if (t->peers[q].retry_init) close_handle(t, (uv_handle_t *)&t->peers[q].retry);
   if (t->listener_init) close_handle(t, (uv_handle_t *)&t->listener);
   if (t->wake_init) close_handle(t, (uv_handle_t *)&t->wake);
+  if (t->resume_init) close_handle(t, (uv_handle_t *)&t->resume);
   if (t->nb_init) {
     close_handle(t, (uv_handle_t *)&t->nb_check);
     close_handle(t, (uv_handle_t *)&t->nb_idle);
@@ -1064,6 +1065,8 @@ REDCOLL_API int redcoll_tcp_comm_create(const redcoll_tcp_config *cfg, redcoll_c
   if (t->ext) {
     if (t->listener_init) uv_unref((uv_handle_t *)&t->listener);
     if ((rc = ext_init(t)) != REDCOLL_OK) goto fail;
+  } else if ((rc = redcoll__tcp_resume_init(t)) != REDCOLL_OK) {
+    goto fail;
   }
 #ifdef REDCOLL_HAVE_SHM
   /* The ranks of this host through shared memory (src/transport/shm/host.c);

@@ -43,6 +43,16 @@
 #define REDCOLL__TCP_EXT_TURN ((size_t)128 << 10)
 #define REDCOLL__TCP_EXT_WRITE ((size_t)128 << 10)
 #define REDCOLL__TCP_EXT_COPY ((size_t)128 << 10)
+
+/* On the transport's own loop a connection whose receive of at least
+ * REDCOLL__TCP_PAUSE_MIN bytes just ended stops reading for the rest of
+ * that turn (recv.c's pause_turn): the thread that waited for it gets the
+ * chance to post its next receive before the bytes behind it are read, so
+ * that they go straight into the caller's buffer rather than into a kept
+ * copy that the receive then copies again (a piped step's next segment,
+ * which its sender wrote right behind).  The resume handle reads on in the
+ * same turn's check phase, so nothing waits longer than one poll. */
+#define REDCOLL__TCP_PAUSE_MIN ((size_t)256 << 10)
 /* The pieces of a linear reduce's root (redcoll_transport_info.segment):
  * the sender's kernel copies piece j + 1 into the connection while the
  * root reduces piece j. */
@@ -103,7 +113,7 @@ struct redcoll__tcp_conn {
   int into_rb; /* the pending read goes to rb */
   int lost;
   size_t turn_bytes; /* read in this turn of the program's loop */
-  int paused;        /* stopped reading until its next turn */
+  int paused;        /* stopped reading until its next turn (or the resume check) */
   unsigned char hello[2 * REDCOLL__TCP_HDR + REDCOLL__TCP_HELLO_LEN + REDCOLL__AUTH_NONCE];
   uv_write_t hello_req;
   int hello_sent; /* out: the HELLO (and first AUTH step) is written or queued */
@@ -268,6 +278,11 @@ struct redcoll__tcp {
   int leader;
   uv_async_t wake;
   int wake_init;
+  /* Not on the program's loop: reads on, in the check phase of the turn
+   * that paused them, connections paused after a large receive
+   * (REDCOLL__TCP_PAUSE_MIN). */
+  uv_check_t resume;
+  int resume_init;
   redcoll__tcp_group *groups; /* every record, and their index (chan.c) */
   redcoll__tcp_group **buckets;
   size_t nbuckets, ngroups;
