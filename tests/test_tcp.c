@@ -753,6 +753,114 @@ out:
   return rc;
 }
 
+/* A receiver that posts each receive as soon as the one before ended, as a
+ * piped step does, while its sender has written them all: with the pause
+ * after a large receive (REDCOLL__TCP_PAUSE_MIN) nothing of the next
+ * message is read before its receive is posted, so no byte is copied out
+ * of a kept message.  Rank 1 reads nothing for 200 ms while rank 0 writes
+ * (its loop runs only inside its calls), then takes four segments of 1
+ * MiB; then five small messages that it receives only after all of them
+ * came, whose copies out of kept messages are counted. */
+#define DIRECT_SEG ((size_t)1 << 20)
+static int rank_direct(redcoll_comm *c, void *arg) {
+  int *sent = arg; /* shared: rank 0's sends are all written */
+  redcoll__tcp *t = c->impl; /* tcp_run's ranks have no shared-memory path */
+  int me = redcoll_comm_rank(c), rc = REDCOLL_OK;
+  unsigned char *b = malloc(4 * DIRECT_SEG);
+  if (b == NULL) return REDCOLL_ENOMEM;
+  if (me == 0) {
+    for (size_t i = 0; i < 4 * DIRECT_SEG; i++) b[i] = pat(0, i, 5);
+    for (int k = 0; k < 4 && rc == REDCOLL_OK; k++)
+      rc = t_send(c, 1, 300, b + (size_t)k * DIRECT_SEG, DIRECT_SEG);
+    for (uint64_t m = 0; m < 5 && rc == REDCOLL_OK; m++) rc = t_send(c, 1, 310 + m, &m, sizeof m);
+    __atomic_store_n(sent, 1, __ATOMIC_RELEASE);
+  } else {
+    memset(b, 0, 4 * DIRECT_SEG);
+    sleep_ms(200); /* rank 0's sends are in the sockets (4 MiB and a bit fit) */
+    uint64_t before = t->kept_copied;
+    for (int k = 0; k < 4 && rc == REDCOLL_OK; k++)
+      rc = t_recv(c, 0, 300, b + (size_t)k * DIRECT_SEG, DIRECT_SEG);
+    CHECK_INT(rc, REDCOLL_OK);
+    size_t bad = 0;
+    for (size_t i = 0; i < 4 * DIRECT_SEG; i++) bad += b[i] != pat(0, i, 5);
+    CHECK_INT(bad, 0);
+    CHECK_MSG(t->kept_copied == before, "%llu bytes of the segments copied out of kept messages",
+              (unsigned long long)(t->kept_copied - before));
+    /* The small messages after them, all in the socket now: the first
+     * goes to its receive, the other four were read with it and kept, 8
+     * bytes each. */
+    for (int k = 0; k < 60000 && !__atomic_load_n(sent, __ATOMIC_ACQUIRE); k++) sleep_ms(1);
+    before = t->kept_copied;
+    for (uint64_t m = 0; m < 5 && rc == REDCOLL_OK; m++) {
+      uint64_t v = 99;
+      rc = t_recv(c, 0, 310 + m, &v, sizeof v);
+      CHECK_INT(v, m);
+    }
+    CHECK_INT(rc, REDCOLL_OK);
+    CHECK_INT(t->kept_copied - before, 4 * sizeof(uint64_t));
+  }
+  free(b);
+  return rc;
+}
+
+/* The send buffers of the connections between ranks of this host:
+ * REDCOLL__TCP_LOCAL_SNDBUF unless REDCOLL_TCP_SNDBUF says otherwise (the
+ * kernel doubles what it is given).  Each rank exchanges a message with the
+ * other, so that both its connections exist, and reports their SO_SNDBUF. */
+static int rank_sndbuf(redcoll_comm *c, void *arg) {
+  int *got = arg; /* shared: [2 * rank] out, [2 * rank + 1] in */
+  redcoll__tcp *t = c->impl;
+  int me = redcoll_comm_rank(c), other = 1 - me;
+  uint64_t x = (uint64_t)me, y = 0;
+  int rc = t_sendrecv(c, other, 1, &x, sizeof x, other, 1, &y, sizeof y);
+  if (rc != REDCOLL_OK) return rc;
+  CHECK_INT(y, other);
+  redcoll__tcp_conn *conn[2] = {t->peers[other].out, t->peers[other].in};
+  for (int k = 0; k < 2; k++) {
+    uv_os_fd_t fd;
+    int v = -1;
+    socklen_t len = sizeof v;
+    if (conn[k] != NULL && uv_fileno((const uv_handle_t *)&conn[k]->h, &fd) == 0)
+      getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, &len);
+    got[2 * me + k] = v;
+  }
+  /* Both ranks done with the sockets before either destroys. */
+  return t_sendrecv(c, other, 2, &x, sizeof x, other, 2, &y, sizeof y);
+}
+
+static void sndbuf(void) {
+  static const struct {
+    const char *env; /* REDCOLL_TCP_SNDBUF, NULL: unset */
+    int want;        /* SO_SNDBUF, -1: not the local default */
+  } cases[] = {{NULL, 2 * REDCOLL__TCP_LOCAL_SNDBUF}, {"300000", 600000}, {"0", -1}};
+  int *got = tcp_run_shared(4 * sizeof *got);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    if (cases[i].env != NULL) setenv("REDCOLL_TCP_SNDBUF", cases[i].env, 1);
+    for (int k = 0; k < 4; k++) got[k] = -2;
+    CHECK_INT(tcp_run(2, rank_sndbuf, got), REDCOLL_OK);
+    for (int k = 0; k < 4; k++) {
+      if (cases[i].want >= 0)
+        CHECK_MSG(got[k] == cases[i].want, "REDCOLL_TCP_SNDBUF=%s: socket %d has %d bytes",
+                  cases[i].env ? cases[i].env : "(unset)", k, got[k]);
+      else
+        CHECK_MSG(got[k] > 0 && got[k] != 2 * REDCOLL__TCP_LOCAL_SNDBUF,
+                  "REDCOLL_TCP_SNDBUF=0: socket %d has %d bytes", k, got[k]);
+    }
+    unsetenv("REDCOLL_TCP_SNDBUF");
+  }
+  munmap(got, 4 * sizeof *got);
+  /* Not a number of bytes: creation fails at once, with a message. */
+  redcoll_tcp_config cfg;
+  redcoll_tcp_config_init(&cfg);
+  cfg.rank = 0;
+  cfg.size = 1;
+  redcoll_comm *c = NULL;
+  setenv("REDCOLL_TCP_SNDBUF", "1m", 1);
+  CHECK_INT(redcoll_tcp_comm_create(&cfg, &c), REDCOLL_EINVAL);
+  CHECK(c == NULL);
+  unsetenv("REDCOLL_TCP_SNDBUF");
+}
+
 /* Rank 0 sends messages of several sizes (one longer than a connection's
  * read buffer) and closes its communicator before rank 1 asks for most of
  * them.  Rank 1 takes three, then waits for rank 2, which sends late: while
@@ -1274,6 +1382,10 @@ int main(int argc, char **argv) {
     } else {
       printf("note: no IPv6 loopback here; the ::1 runs did not happen\n");
     }
+    sndbuf();
+    int *sent = tcp_run_shared(sizeof *sent);
+    CHECK_INT(tcp_run(2, rank_direct, sent), REDCOLL_OK);
+    munmap(sent, sizeof *sent);
     CHECK_INT(tcp_run(3, rank_early_close, NULL), REDCOLL_OK);
     CHECK_INT(tcp_run(3, rank_public_p2p, NULL), REDCOLL_OK);
     for (int i = 0; i < 3; i++) CHECK_INT(tcp_run(2, rank_late_recv, NULL), REDCOLL_OK);

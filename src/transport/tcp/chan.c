@@ -149,6 +149,7 @@ int redcoll__tcp_umsg_deliver(redcoll__tcp *t, int q, redcoll__tcp_pchan *pc) {
     /* On the program's loop: a slice now, the next in the next turn. */
     memcpy((unsigned char *)r->buf + r->got, m->data + r->got, REDCOLL__TCP_EXT_COPY);
     r->got += REDCOLL__TCP_EXT_COPY;
+    t->kept_copied += REDCOLL__TCP_EXT_COPY;
     r->copying = 1;
     t->copy_hint = 1;
     redcoll__tcp_ext_soon(t);
@@ -169,6 +170,7 @@ int redcoll__tcp_umsg_deliver(redcoll__tcp *t, int q, redcoll__tcp_pchan *pc) {
     redcoll__tcp_chan_broken(t, pc->chan);
   } else {
     if (m->len > r->got) memcpy((unsigned char *)r->buf + r->got, m->data + r->got, m->len - r->got);
+    t->kept_copied += m->len - r->got;
     r->got = m->len;
     r->copying = 0;
     r->status = REDCOLL_OK;

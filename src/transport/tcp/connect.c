@@ -4,6 +4,10 @@
 #include "auth.h"
 #include "conn.h"
 #include "connect.h"
+
+#include <string.h>
+
+#include "addr.h"
 #include "failure.h"
 #include "handshake.h"
 #include "recv.h"
@@ -26,6 +30,26 @@ void redcoll__tcp_on_retry(uv_timer_t *tm) {
     if (probe && p->gone_after_ns == 0) p->gone_after_ns = uv_hrtime() + REDCOLL__TCP_GONE_NS;
     redcoll__tcp_peer_connect(t, q, 0);
   }
+}
+
+/* The send buffer of a new connection: REDCOLL_TCP_SNDBUF's bytes if set
+ * (t->sndbuf >= 0; 0 leaves every one to the kernel), else
+ * REDCOLL__TCP_LOCAL_SNDBUF for a peer on this host (the same address at
+ * both ends, or loopback) and the kernel's autotuning for the others. */
+static void set_sndbuf(const redcoll__tcp *t, uv_tcp_t *h) {
+  int v = t->sndbuf;
+  if (v < 0) {
+    redcoll__tcp_addr a, b;
+    int la = (int)sizeof a, lb = (int)sizeof b;
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    if (uv_tcp_getsockname(h, (struct sockaddr *)&a, &la) != 0 ||
+        uv_tcp_getpeername(h, (struct sockaddr *)&b, &lb) != 0 ||
+        !redcoll__tcp_addr_same_host(&a, &b))
+      return;
+    v = REDCOLL__TCP_LOCAL_SNDBUF;
+  }
+  if (v > 0) uv_send_buffer_size((uv_handle_t *)h, &v);
 }
 
 static void on_connect(uv_connect_t *req, int status) {
@@ -81,6 +105,7 @@ static void on_connect(uv_connect_t *req, int status) {
     return;
   }
   uv_tcp_nodelay(&c->h, 1);
+  set_sndbuf(t, &c->h);
   redcoll__tcp_encode(c->hello, REDCOLL__FR_HELLO, (uint64_t)t->rank | (uint64_t)t->size << 32,
                       REDCOLL__TCP_HELLO_LEN);
   redcoll__tcp_put_le(c->hello + REDCOLL__TCP_HDR, t->job, 8);
@@ -159,5 +184,6 @@ void redcoll__tcp_on_accept(uv_stream_t *server, int status) {
     return;
   }
   uv_tcp_nodelay(&c->h, 1);
+  set_sndbuf(t, &c->h);
   redcoll__tcp_conn_read_start(c);
 }

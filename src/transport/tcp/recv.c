@@ -51,10 +51,14 @@ static void on_resume(uv_check_t *h) {
   resume_paused(h->data);
 }
 
-/* c's receive r just ended: on the transport's own loop, after a large
- * one, c reads nothing more in this turn (REDCOLL__TCP_PAUSE_MIN). */
-static void pause_turn(redcoll__tcp *t, redcoll__tcp_conn *c, const redcoll__tcp_recv *r) {
-  if (t->ext || !t->resume_init || r->len < REDCOLL__TCP_PAUSE_MIN || !c->reading) return;
+/* A read of c (in the loop's poll phase) just ended a receive of at least
+ * REDCOLL__TCP_PAUSE_MIN bytes: on the transport's own loop c reads
+ * nothing more in this turn.  Only from on_read: the check phase of the
+ * same turn must follow, for libuv drops from its epoll set a descriptor
+ * that has an event while nobody reads it, and the leader's poll of the
+ * loop's descriptor would then not see it. */
+static void pause_turn(redcoll__tcp *t, redcoll__tcp_conn *c) {
+  if (t->ext || !t->resume_init || !c->reading) return;
   redcoll__tcp_conn_read_stop(c);
   c->paused = 1;
   uv_check_start(&t->resume, on_resume);
@@ -96,7 +100,6 @@ static void payload_done(redcoll__tcp *t, redcoll__tcp_conn *c) {
     r->done = 1;
     r->status = REDCOLL_OK;
     redcoll__tcp_pchan_tidy(t, q, pc);
-    pause_turn(t, c, r);
     return;
   }
   c->sink_um = NULL;
@@ -232,6 +235,7 @@ int redcoll__tcp_recv_adopt(redcoll__tcp *t, redcoll__tcp_recv *r, redcoll__tcp_
     redcoll__tcp_ext_soon(t);
   } else {
     if (m->got > 0) memcpy(r->buf, m->data, m->got);
+    t->kept_copied += m->got;
     redcoll__tcp_umsg_free(t, m);
   }
   c->sink_um = NULL;
@@ -571,6 +575,7 @@ static int pre_slice(redcoll__tcp *t, redcoll__tcp_pchan *pc, redcoll__tcp_recv 
   if (n > REDCOLL__TCP_EXT_COPY) n = REDCOLL__TCP_EXT_COPY;
   memcpy((unsigned char *)r->buf + r->pre_got, r->pre->data + r->pre_got, n);
   r->pre_got += n;
+  t->kept_copied += n;
   if (r->pre_got < r->pre_len) return 0;
   redcoll__tcp_recv_drop_pre(t, r);
   if (!r->stream_done) return 0; /* the rest is still arriving */
@@ -663,7 +668,10 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b) {
   }
   if (redcoll__tcp_buffered(c)) {
     /* Straight into a payload (on_alloc). */
+    int ends_big = c->sink_rx != NULL && c->sink_rx->len >= REDCOLL__TCP_PAUSE_MIN &&
+                   payload_left(c) == (size_t)n;
     payload_took(t, c, (size_t)n);
+    if (ends_big) pause_turn(t, c);
     if (!c->have_frame) redcoll__tcp_rx_pump(c);
     return;
   }

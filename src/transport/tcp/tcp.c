@@ -40,6 +40,7 @@
 #include "chan.h"
 #include "conn.h"
 #include "connect.h"
+#include "env.h"
 #include "failure.h"
 #include "recv.h"
 #include "rendezvous.h"
@@ -1030,7 +1031,14 @@ REDCOLL_API int redcoll_tcp_comm_create(const redcoll_tcp_config *cfg, redcoll_c
                     "are needed", cfg ? cfg->rank : -1, cfg ? cfg->size : -1, REDCOLL_TCP_MAX_SIZE);
     return REDCOLL_EINVAL;
   }
-  int rc;
+  uint64_t sb;
+  int rc = redcoll__env_u64("REDCOLL_TCP_SNDBUF", INT_MAX / 2, &sb);
+  int sndbuf = rc == REDCOLL_OK ? (int)sb : -1;
+  if (rc != REDCOLL_OK && rc != REDCOLL__ENV_UNSET) {
+    redcoll__log(0, "tcp rank %d: REDCOLL_TCP_SNDBUF=%s is not a number of bytes up to %d",
+                 cfg->rank, redcoll__env("REDCOLL_TCP_SNDBUF"), INT_MAX / 2);
+    return REDCOLL_EINVAL;
+  }
   redcoll__tcp *t = calloc(1, sizeof *t);
   if (t == NULL) return REDCOLL_ENOMEM;
   t->conns.next = t->conns.prev = &t->conns;
@@ -1039,6 +1047,7 @@ REDCOLL_API int redcoll_tcp_comm_create(const redcoll_tcp_config *cfg, redcoll_c
   t->timeout_ms = cfg->wait_timeout_ms ? cfg->wait_timeout_ms : REDCOLL_TCP_DEFAULT_WAIT_TIMEOUT_MS;
   t->unexpected_max = cfg->unexpected_max ? cfg->unexpected_max : REDCOLL__TCP_UNEXPECTED_MAX;
   t->auth_failed_with = -1;
+  t->sndbuf = sndbuf;
   t->abort_from = -1;
   t->peers = calloc((size_t)cfg->size, sizeof *t->peers);
   if (t->peers == NULL) {

@@ -53,6 +53,17 @@
  * which its sender wrote right behind).  The resume handle reads on in the
  * same turn's check phase, so nothing waits longer than one poll. */
 #define REDCOLL__TCP_PAUSE_MIN ((size_t)256 << 10)
+
+/* SO_SNDBUF of a connection to a peer on this host (the kernel doubles it:
+ * 1 MiB).  The kernel's autotuning grows a loopback connection's send
+ * buffer to tcp_wmem's maximum (4 MiB on Debian), and the megabytes in
+ * flight through it are fresh memory for each message, copied into by the
+ * sender and out of by the receiver with cache misses both times; at 1 MiB
+ * they stay in the caches.  On this machine (docs/performance.md) a 16 MiB
+ * allreduce at p = 2 took 12 instead of 16 ms, a reduce at p = 4 33
+ * instead of 43.  Connections to other hosts keep the autotuning, which a
+ * long, fast link needs.  REDCOLL_TCP_SNDBUF overrides both. */
+#define REDCOLL__TCP_LOCAL_SNDBUF (512 << 10)
 /* The pieces of a linear reduce's root (redcoll_transport_info.segment):
  * the sender's kernel copies piece j + 1 into the connection while the
  * root reduces piece j. */
@@ -189,8 +200,8 @@ typedef struct redcoll__tcp_umsg {
  * machine of docs/performance.md).  Up to SPARES buffers of
  * REDCOLL__TCP_SPARE_MIN .. REDCOLL__TCP_SPARE_MAX bytes, at most
  * REDCOLL__TCP_SPARE_BYTES in all, each reused for a message of at least
- * half its size: a piped step's segments (1 MiB, a
- * dozen kept at once when the sender runs ahead) reuse their buffers from
+ * half its size: a piped step's segments (1 MiB, a dozen kept at once
+ * when the sender reached the step well before the receiver) reuse their buffers from
  * one call to the next, and an idle transport holds no more than a few
  * large messages' worth. */
 #define REDCOLL__TCP_SPARES 16
@@ -283,6 +294,12 @@ struct redcoll__tcp {
    * (REDCOLL__TCP_PAUSE_MIN). */
   uv_check_t resume;
   int resume_init;
+  /* Bytes receives copied out of kept messages (what came before them),
+   * for the tests: a piped step's segments should add none. */
+  uint64_t kept_copied;
+  /* REDCOLL_TCP_SNDBUF: every connection's SO_SNDBUF in bytes (0: the
+   * kernel's autotuning), or -1 when unset (connect.c's set_sndbuf). */
+  int sndbuf;
   redcoll__tcp_group *groups; /* every record, and their index (chan.c) */
   redcoll__tcp_group **buckets;
   size_t nbuckets, ngroups;
