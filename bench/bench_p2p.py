@@ -8,7 +8,10 @@ loopback connection, every socket-buffer setting of --sockbuf) and
 path), the order alternating from round to round so that a burst of load
 on the machine hits both.  --before DIR adds a second build of redcoll
 (another build directory, e.g. of the previous commit) as "redcoll-before",
-for a before-and-after table from the same run.
+for a before-and-after table from the same run.  --mpi PATH adds Open MPI
+over TCP (bench/peers/mpi_bench.c built with mpicc, `--coll send` or
+`sendrecv`, under mpirun with ob1 and the tcp BTL on loopback, bound one
+rank per core as bench/peers/run.py does) as "ompi".
 
 A point's value is the median over the rounds of each run's median.  The
 plain program's value per size is its best setting's (the smallest median),
@@ -17,6 +20,7 @@ The load average before and after the run is printed too.
 
     bench/bench_p2p.py --build build [--oneway] [--rounds 5] [--iters 20]
                        [--sizes 256K:16M] [--factor 8] [--before OTHER_BUILD]
+                       [--mpi PATH_TO_MPI_BENCH]
 """
 import argparse
 import os
@@ -46,6 +50,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default="build")
     ap.add_argument("--before", help="a second build directory, shown as redcoll-before")
+    ap.add_argument("--mpi", help="mpi_bench built with mpicc: Open MPI over TCP, shown as ompi")
     ap.add_argument("--oneway", action="store_true", help="one way (--coll send) instead of both")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--iters", type=int, default=20)
@@ -67,6 +72,13 @@ def main():
     impls = [("raw", raw), ("redcoll", redcoll(a.build))]
     if a.before:
         impls.append(("redcoll-before", redcoll(a.before)))
+    if a.mpi:
+        mpirun = ["mpirun"] + (["--allow-run-as-root"] if os.geteuid() == 0 else [])
+        mpirun += ["--bind-to", "core:overload-allowed", "--map-by", "core", "--oversubscribe",
+                   "-n", "2", "--mca", "pml", "ob1", "--mca", "btl", "tcp,self",
+                   "--mca", "mpi_yield_when_idle", "1", "--mca", "btl_tcp_if_include", "lo"]
+        impls.append(("ompi", mpirun + [a.mpi, "--coll", coll, "--impl", "ompi",
+                                         "--warmup", "2"] + common))
     print(f"# load average before: {load()}")
     vals = {}  # (impl, bytes, setting) -> [median per round]
     for r in range(a.rounds):
@@ -80,6 +92,8 @@ def main():
     head = "bytes,raw_best_us,raw_setting,redcoll_us,ratio,raw_GBps,redcoll_GBps"
     if a.before:
         head += ",before_us,before_ratio,after_over_before"
+    if a.mpi:
+        head += ",ompi_us,redcoll_over_ompi,ompi_GBps"
     print(f"# {coll}, {a.rounds} rounds of {a.iters} iterations; medians over rounds")
     print(head)
     for m in sizes:
@@ -91,6 +105,9 @@ def main():
         if a.before:
             bf = statistics.median(vals[("redcoll-before", m, "-")])
             line += f",{bf:.1f},{bf / rb:.3f},{rc / bf:.3f}"
+        if a.mpi:
+            om = statistics.median(vals[("ompi", m, "-")])
+            line += f",{om:.1f},{rc / om:.3f},{m / om / 1e3:.3f}"
         print(line)
     for (name, m, setting), v in sorted(vals.items(), key=lambda kv: (kv[0][1], kv[0][0], kv[0][2])):
         print(f"# {name},{m},{setting}: " + " ".join(f"{x:.1f}" for x in v))

@@ -1,8 +1,12 @@
 /*
  * mpi_bench: MPI_Allreduce / MPI_Reduce / MPI_Scan / MPI_Allgather / MPI_Bcast timed the way redcoll-bench times
- * redcoll, for the side-by-side comparison of bench/peers/run.py.
+ * redcoll, for the side-by-side comparison of bench/peers/run.py; and, as
+ * redcoll-bench's --coll send / sendrecv, ranks 2i and 2i+1 moving bytes
+ * one way (MPI_Send, MPI_Recv) or both at once (MPI_Sendrecv), for
+ * bench/bench_p2p.py --mpi.
  *
- *   mpirun -n P mpi_bench [--coll allreduce|reduce|scan|allgather|bcast] [--sizes MIN:MAX] [--factor F]
+ *   mpirun -n P mpi_bench [--coll allreduce|reduce|scan|allgather|bcast|send|sendrecv]
+ *                         [--sizes MIN:MAX] [--factor F]
  *                         [--iters N] [--warmup N] [--impl NAME] [--no-header]
  *
  * float32 SUM, out of place (sendbuf -> recvbuf), root 0 for reduce and
@@ -66,6 +70,8 @@ static int parse_opts(int argc, char **argv, opts *o) {
       else if (strcmp(v, "scan") == 0) o->reduce = 2;
       else if (strcmp(v, "allgather") == 0) o->reduce = 3;
       else if (strcmp(v, "bcast") == 0) o->reduce = 4;
+      else if (strcmp(v, "send") == 0) o->reduce = 5;
+      else if (strcmp(v, "sendrecv") == 0) o->reduce = 6;
       else return -1;
     } else if (strcmp(a, "--sizes") == 0) {
       char buf[64];
@@ -107,13 +113,16 @@ static double quantile(const double *v, int n, double q) {
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
-  int me, p;
+  int me, p, peer;
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
   MPI_Comm_size(MPI_COMM_WORLD, &p);
+  peer = (me ^ 1) < p ? me ^ 1 : -1; /* send, sendrecv: the pair's other rank */
   opts o;
   if (parse_opts(argc, argv, &o) != 0) {
     if (me == 0)
-      fprintf(stderr, "usage: mpi_bench [--coll allreduce|reduce|scan|allgather|bcast] [--sizes MIN:MAX] [--factor F]\n"
+      fprintf(stderr, "usage: mpi_bench [--coll allreduce|reduce|scan|allgather|bcast|send|\n"
+                      "                  sendrecv]\n"
+                      "                 [--sizes MIN:MAX] [--factor F]\n"
                       "                 [--iters N] [--warmup N] [--impl NAME] [--no-header]\n");
     MPI_Finalize();
     return 2;
@@ -138,7 +147,16 @@ int main(int argc, char **argv) {
       MPI_Barrier(MPI_COMM_WORLD);
       double t0 = MPI_Wtime();
       if (o.reduce == 4 && me == 0) memcpy(recv, send, (size_t)count * sizeof *recv);
-      if (o.reduce == 4)
+      if (o.reduce >= 5 && peer < 0) {
+        /* the last rank of an odd p takes part in the barriers only */
+      } else if (o.reduce == 5 && (me & 1) == 0) {
+        MPI_Send(send, count, MPI_FLOAT, peer, 1, MPI_COMM_WORLD);
+      } else if (o.reduce == 5) {
+        MPI_Recv(recv, count, MPI_FLOAT, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      } else if (o.reduce == 6) {
+        MPI_Sendrecv(send, count, MPI_FLOAT, peer, 1, recv, count, MPI_FLOAT, peer, 1,
+                     MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      } else if (o.reduce == 4)
         MPI_Bcast(recv, count, MPI_FLOAT, 0, MPI_COMM_WORLD);
       else if (o.reduce == 3)
         MPI_Allgather(send, blk, MPI_FLOAT, recv, blk, MPI_FLOAT, MPI_COMM_WORLD);
@@ -152,7 +170,10 @@ int main(int argc, char **argv) {
       if (it == 0) {
         long bad = 0, anybad = 0;
         long q = o.reduce == 2 ? me + 1 : p; /* the ranks summed here */
-        if (o.reduce == 4)
+        if (o.reduce >= 5) {
+          if (peer >= 0 && (o.reduce == 6 || (me & 1)))
+            for (int i = 0; i < count; i++) bad += recv[i] != (float)(peer + 1 + i % 13);
+        } else if (o.reduce == 4)
           for (int i = 0; i < count; i++) bad += recv[i] != (float)(1 + i % 13);
         else if (o.reduce == 3)
           for (int i = 0; i < blk * p; i++) bad += recv[i] != (float)(i / blk + 1 + (i % blk) % 13);
@@ -173,9 +194,11 @@ int main(int argc, char **argv) {
       qsort(all, (size_t)o.iters, sizeof *all, cmp_double);
       double med = o.iters % 2 ? all[o.iters / 2] : (all[o.iters / 2 - 1] + all[o.iters / 2]) / 2;
       double algbw = med > 0 ? (double)bytes / med * 1e-9 : 0;
-      static const char *const names[] = {"allreduce", "reduce", "scan", "allgather", "bcast"};
+      static const char *const names[] = {"allreduce", "reduce", "scan",    "allgather",
+                                          "bcast",     "send",   "sendrecv"};
       static const char *const calls[] = {"MPI_Allreduce", "MPI_Reduce", "MPI_Scan",
-                                          "MPI_Allgather", "MPI_Bcast"};
+                                          "MPI_Allgather", "MPI_Bcast",  "MPI_Send",
+                                          "MPI_Sendrecv"};
       double bus = o.reduce == 0 ? 2.0 * (p - 1) / p : o.reduce == 3 ? (double)(p - 1) / p : 1.0;
       printf("%s,%s,%d,%zu,%.2f,%.2f,%.4f,%.4f,%s\n", o.impl, names[o.reduce], p, bytes, med * 1e6,
              quantile(all, o.iters, 0.99) * 1e6, algbw, algbw * bus, calls[o.reduce]);
