@@ -56,7 +56,7 @@ def main():
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--sizes", default="256K:16M")
     ap.add_argument("--factor", type=int, default=8)
-    ap.add_argument("--sockbuf", default="0,262144,1048576,4194304")
+    ap.add_argument("--sockbuf", default="0,262144,1048576,4194304,s524288")
     a = ap.parse_args()
     env = dict(os.environ, REDCOLL_SHM="0")
     coll = "send" if a.oneway else "sendrecv"

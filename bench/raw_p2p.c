@@ -12,21 +12,22 @@
  *              reads;
  *   --oneway   process 0 writes m bytes, process 1 reads them and answers
  *              with one byte; the time is process 0's.
- * For every size and every socket-buffer setting of --sockbuf (SO_SNDBUF and
- * SO_RCVBUF on both ends, on a connection of its own; 0: the kernel's
- * autotuning), a warm-up iteration and then --iters timed ones; process 0
+ * For every size and every socket-buffer setting of --sockbuf (N: SO_SNDBUF
+ * and SO_RCVBUF of N on both ends; sN: SO_SNDBUF alone, as redcoll sets it
+ * between ranks of one host; 0: the kernel's autotuning), each on a
+ * connection of its own, a warm-up iteration and then --iters timed ones; process 0
  * prints one CSV line per (size, setting) in redcoll-bench's columns:
  *
  *   impl,coll,p,bytes,median_us,p99_us,algbw_GBps,busbw_GBps,algo
  *
  * with impl "raw", coll "sendrecv" or "send", p 2, bytes what one process
- * sends, and algo "sockbuf=N".  --bind puts process r on CPU r (as
+ * sends, and algo "sockbuf=N" or "sndbuf=N".  --bind puts process r on CPU r (as
  * redcoll-run --bind does), --port picks the loopback port (0: any).
  *
  * Usage: raw_p2p [--oneway] [--sizes MIN:MAX] [--factor F] [--iters N]
  *                [--sockbuf N,N,...] [--bind] [--no-header]
  *        (defaults: exchange, 256K:16M, factor 8, 20 iterations,
- *        sockbuf 0,262144,1048576,4194304)
+ *        sockbuf 0,262144,1048576,4194304,s524288)
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -128,6 +129,10 @@ static int connect_pair(int rank, int lfd, int port, int sockbuf) {
       setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sockbuf, sizeof sockbuf);
       setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sockbuf, sizeof sockbuf);
     }
+    if (fd >= 0 && sockbuf < 0) {
+      int v = -sockbuf;
+      setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof v);
+    }
     for (int i = 0; fd >= 0 && i < 5000 && connect(fd, (struct sockaddr *)&a, sizeof a) != 0; i++)
       usleep(1000);
   }
@@ -137,6 +142,10 @@ static int connect_pair(int rank, int lfd, int port, int sockbuf) {
   if (sockbuf > 0) {
     setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sockbuf, sizeof sockbuf);
     setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sockbuf, sizeof sockbuf);
+  }
+  if (sockbuf < 0) { /* the send buffer alone, as redcoll between ranks of one host */
+    int v = -sockbuf;
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof v);
   }
   return fd;
 }
@@ -169,8 +178,9 @@ static int run_rank(int rank, int lfd, int port, const opts *o) {
         double med = stats_median(t, (size_t)o->iters);
         double p99 = stats_quantile(t, (size_t)o->iters, 0.99);
         double bw = (double)m / med * 1e-9;
-        printf("raw,%s,2,%zu,%.2f,%.2f,%.4f,%.4f,sockbuf=%d\n", o->oneway ? "send" : "sendrecv", m,
-               med * 1e6, p99 * 1e6, bw, bw, o->sockbuf[k]);
+        printf("raw,%s,2,%zu,%.2f,%.2f,%.4f,%.4f,%s=%d\n", o->oneway ? "send" : "sendrecv", m,
+               med * 1e6, p99 * 1e6, bw, bw, o->sockbuf[k] < 0 ? "sndbuf" : "sockbuf",
+               o->sockbuf[k] < 0 ? -o->sockbuf[k] : o->sockbuf[k]);
         fflush(stdout);
       }
       if (m > o->max / o->factor) break;
@@ -185,7 +195,7 @@ static int run_rank(int rank, int lfd, int port, const opts *o) {
 
 int main(int argc, char **argv) {
   opts o = {.min = 256 << 10, .max = 16 << 20, .factor = 8, .iters = 20, .header = 1,
-            .nbuf = 4, .sockbuf = {0, 262144, 1048576, 4194304}};
+            .nbuf = 5, .sockbuf = {0, 262144, 1048576, 4194304, -524288}};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (strcmp(a, "--oneway") == 0) {
@@ -213,9 +223,11 @@ int main(int argc, char **argv) {
       o.nbuf = 0;
       for (const char *p = v; *p != '\0' && o.nbuf < MAX_SETTINGS;) {
         char *end;
+        int snd_only = *p == 's';
+        if (snd_only) p++;
         long b = strtol(p, &end, 10);
-        if (end == p || b < 0 || b > (1L << 30)) goto usage;
-        o.sockbuf[o.nbuf++] = (int)b;
+        if (end == p || b < 0 || b > (1L << 30) || (snd_only && b == 0)) goto usage;
+        o.sockbuf[o.nbuf++] = snd_only ? -(int)b : (int)b;
         p = *end == ',' ? end + 1 : end;
         if (*end != ',' && *end != '\0') goto usage;
       }
@@ -253,6 +265,6 @@ int main(int argc, char **argv) {
   return 0;
 usage:
   fprintf(stderr, "usage: raw_p2p [--oneway] [--sizes MIN:MAX] [--factor F] [--iters N] "
-                  "[--sockbuf N,N,...] [--bind] [--no-header]\n");
+                  "[--sockbuf [s]N,...] [--bind] [--no-header]\n");
   return 2;
 }
