@@ -129,10 +129,6 @@ static int connect_pair(int rank, int lfd, int port, int sockbuf) {
       setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sockbuf, sizeof sockbuf);
       setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sockbuf, sizeof sockbuf);
     }
-    if (fd >= 0 && sockbuf < 0) {
-      int v = -sockbuf;
-      setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof v);
-    }
     for (int i = 0; fd >= 0 && i < 5000 && connect(fd, (struct sockaddr *)&a, sizeof a) != 0; i++)
       usleep(1000);
   }

@@ -1118,7 +1118,7 @@ static void loop_linger(void) {
   for (int i = 4; i < 8; i++) sh->st[i] = -1;
   CHECK_INT(tcp_run(2, rank_loop_linger, sh), REDCOLL_OK);
   /* The reader reads nothing until the send has ended, and 24 MiB do not
-   * fit in the sockets' buffers (about 4 MiB here): the send misses its
+   * fit in the sockets' buffers (at most a few MiB): the send misses its
    * 50 ms deadline mid-message in both phases. */
   CHECK_MSG(sh->st[4] == REDCOLL_ETIMEDOUT, "phase 0's send: %s after %.3f s",
             redcoll_status_name(sh->st[4]), sh->t[8]);
@@ -1133,8 +1133,8 @@ static void loop_linger(void) {
             sh->t[5]);
   CHECK_MSG(sh->st[7] == REDCOLL_ETRANSPORT, "the late reader's receive: %s",
             redcoll_status_name(sh->st[7]));
-  printf("  loop_linger: sender's loop after destroy %.3f s (read after 100 ms), %.3f s (not read)\n",
-         sh->t[4], sh->t[5]);
+  printf("  loop_linger: sender's loop after destroy %.3f s (read after 100 ms), "
+         "%.3f s (not read)\n", sh->t[4], sh->t[5]);
   munmap(sh, sizeof *sh);
 }
 

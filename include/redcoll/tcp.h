@@ -253,7 +253,15 @@ REDCOLL_API int redcoll_tcp_config_from_env(redcoll_tcp_config *cfg);
  * communicators may run at once from different threads of a process.  A
  * lost peer breaks the calls that need it (and, through the core, the
  * communicators that contain it); an abort or a timeout breaks only its
- * communicator. */
+ * communicator.
+ *
+ * Each connection between two ranks of one host (the same address at both
+ * ends, or loopback) gets a send buffer of 512 KiB (SO_SNDBUF, which Linux
+ * caps at net.core.wmem_max and doubles); connections to other hosts keep
+ * the kernel's autotuning.  REDCOLL_TCP_SNDBUF in the environment, read
+ * here whatever filled cfg, sets every connection's buffer instead (bytes;
+ * 0: the kernel's autotuning for all); a value that is not a number of
+ * bytes up to 2^30 makes this return REDCOLL_EINVAL. */
 REDCOLL_API int redcoll_tcp_comm_create(const redcoll_tcp_config *cfg, redcoll_comm **out);
 
 /* redcoll_tcp_config_from_env + redcoll_tcp_comm_create. */

@@ -47,8 +47,10 @@ int redcoll__tcp_resume_init(redcoll__tcp *t) {
 }
 
 static void on_resume(uv_check_t *h) {
+  redcoll__tcp *t = h->data;
   uv_check_stop(h);
-  resume_paused(h->data);
+  resume_paused(t);
+  t->resumed = 1;
 }
 
 /* A read of c (in the loop's poll phase) just ended a receive of at least

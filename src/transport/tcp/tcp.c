@@ -565,6 +565,7 @@ static int tcp_progress(void *impl, uint64_t until_ns) {
   if (until_ns == 0 || !may_run) {
     if (may_run && !t->leader) {
       t->leader = 1;
+      t->resumed = 0;
       uv_run(t->loop, UV_RUN_NOWAIT);
       t->leader = 0;
       pthread_cond_broadcast(&t->cv);
@@ -1131,6 +1132,8 @@ REDCOLL_API int redcoll_tcp_comm_poll_timeout(redcoll_comm *c, int *ms) {
     *ms = 0; /* another thread runs the loop now: it may have news */
   } else if (reap(t) > 0 || t->fin != NULL) {
     *ms = 0; /* an exchange is over (a yield, say): the next progress finishes it */
+  } else if (t->resumed) {
+    *ms = 0; /* a connection reads again: the next progress runs the loop (tcp_int.h) */
   } else {
     uv_update_time(t->loop);
     *ms = uv_backend_timeout(t->loop);

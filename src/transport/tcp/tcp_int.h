@@ -45,24 +45,25 @@
 #define REDCOLL__TCP_EXT_COPY ((size_t)128 << 10)
 
 /* On the transport's own loop a connection whose receive of at least
- * REDCOLL__TCP_PAUSE_MIN bytes just ended stops reading for the rest of
- * that turn (recv.c's pause_turn): the thread that waited for it gets the
- * chance to post its next receive before the bytes behind it are read, so
- * that they go straight into the caller's buffer rather than into a kept
- * copy that the receive then copies again (a piped step's next segment,
- * which its sender wrote right behind).  The resume handle reads on in the
- * same turn's check phase, so nothing waits longer than one poll. */
+ * REDCOLL__TCP_PAUSE_MIN bytes just ended stops reading for the rest of that
+ * turn (recv.c's pause_turn): the thread that waited for it, if it is the one
+ * running the loop, posts its next receive before the bytes behind it are
+ * read, so that they go straight into the caller's buffer rather than into a
+ * kept copy that the receive then copies again (a piped step's next segment,
+ * which its sender wrote right behind).  The resume handle reads on in the same
+ * turn's check phase, so nothing waits longer than one poll. */
 #define REDCOLL__TCP_PAUSE_MIN ((size_t)256 << 10)
 
-/* SO_SNDBUF of a connection to a peer on this host (the kernel doubles it:
- * 1 MiB).  The kernel's autotuning grows a loopback connection's send
- * buffer to tcp_wmem's maximum (4 MiB on Debian), and the megabytes in
- * flight through it are fresh memory for each message, copied into by the
- * sender and out of by the receiver with cache misses both times; at 1 MiB
- * they stay in the caches.  On this machine (docs/performance.md) a 16 MiB
- * allreduce at p = 2 took 12 instead of 16 ms, a reduce at p = 4 33
- * instead of 43.  Connections to other hosts keep the autotuning, which a
- * long, fast link needs.  REDCOLL_TCP_SNDBUF overrides both. */
+/* SO_SNDBUF of a connection to a peer on this host (Linux caps it at
+ * net.core.wmem_max and doubles it: 1 MiB where that is 4 MiB).  The kernel's
+ * autotuning grows a loopback connection's send buffer to tcp_wmem's maximum
+ * (4 MiB on Debian), and the megabytes in flight through it are fresh memory
+ * for each message, copied into by the sender and out of by the receiver with
+ * cache misses both times; at 1 MiB they stay in the caches.  On this machine
+ * (docs/performance.md) a 16 MiB allreduce at p = 2 took 12 instead of 16 ms,
+ * a reduce at p = 4 33 instead of 43.  Connections to other hosts keep the
+ * autotuning, which a long, fast link needs.  REDCOLL_TCP_SNDBUF overrides
+ * both. */
 #define REDCOLL__TCP_LOCAL_SNDBUF (512 << 10)
 /* The pieces of a linear reduce's root (redcoll_transport_info.segment):
  * the sender's kernel copies piece j + 1 into the connection while the
@@ -194,16 +195,15 @@ typedef struct redcoll__tcp_umsg {
   unsigned char data[];
 } redcoll__tcp_umsg;
 
-/* Large kept messages' buffers, kept for the next ones (chan.c): fresh
- * memory costs a page fault per page on every message, which on a
- * virtual machine can cost more than the copy (about 15 us a page on the
- * machine of docs/performance.md).  Up to SPARES buffers of
- * REDCOLL__TCP_SPARE_MIN .. REDCOLL__TCP_SPARE_MAX bytes, at most
- * REDCOLL__TCP_SPARE_BYTES in all, each reused for a message of at least
- * half its size: a piped step's segments (1 MiB, a dozen kept at once
- * when the sender reached the step well before the receiver) reuse their buffers from
- * one call to the next, and an idle transport holds no more than a few
- * large messages' worth. */
+/* Large kept messages' buffers, kept for the next ones (chan.c): fresh memory
+ * costs a page fault per page on every message, which on a virtual machine can
+ * cost more than the copy (about 15 us a page on the machine of
+ * docs/performance.md).  Up to SPARES buffers of REDCOLL__TCP_SPARE_MIN ..
+ * REDCOLL__TCP_SPARE_MAX bytes, at most REDCOLL__TCP_SPARE_BYTES in all, each
+ * reused for a message of at least half its size: a piped step's segments (1
+ * MiB, a dozen kept at once when the sender reached the step well before the
+ * receiver) reuse their buffers from one call to the next, and an idle
+ * transport holds no more than a few large messages' worth. */
 #define REDCOLL__TCP_SPARES 16
 #define REDCOLL__TCP_SPARE_MIN ((size_t)64 << 10)
 #define REDCOLL__TCP_SPARE_MAX ((size_t)16 << 20)
@@ -294,6 +294,12 @@ struct redcoll__tcp {
    * (REDCOLL__TCP_PAUSE_MIN). */
   uv_check_t resume;
   int resume_init;
+  /* The resume check turned reading back on during the last uv_run: run
+   * the loop again before a poll of its descriptor waits.  (In the rare
+   * turn whose epoll_wait returns libuv's whole batch of 1024 events,
+   * libuv waits again at once and may drop a paused descriptor from its
+   * epoll set; it is back only in the next uv_run.) */
+  int resumed;
   /* Bytes receives copied out of kept messages (what came before them),
    * for the tests: a piped step's segments should add none. */
   uint64_t kept_copied;

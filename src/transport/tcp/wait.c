@@ -120,12 +120,15 @@ int redcoll__tcp_progress(redcoll__tcp *t, int (*done)(redcoll__tcp *, void *), 
     /* On the embedder's loop the transport's handles are unref'd, and
      * uv_run does nothing on a loop that is not alive. */
     if (t->ext) uv_ref((uv_handle_t *)&t->wake);
+    t->resumed = 0;
     uv_run(t->loop, UV_RUN_NOWAIT);
     if (t->ext) uv_unref((uv_handle_t *)&t->wake);
     pthread_cond_broadcast(&t->cv);
     if (done(t, arg)) break;
     int ms;
-    if (spin_until != 0 && uv_hrtime() < spin_until) {
+    if (t->resumed) {
+      ms = 0; /* a connection reads again: the loop first (tcp_int.h) */
+    } else if (spin_until != 0 && uv_hrtime() < spin_until) {
       ms = 0; /* poll again (redcoll__spin_ns, redcoll__spin_pause_ns) */
     } else {
       spin_until = 0;
