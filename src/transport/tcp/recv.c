@@ -28,14 +28,12 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b);
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b);
 static void on_resume(uv_check_t *h);
 
-/* Connections paused for a turn read on. */
-static void resume_paused(redcoll__tcp *t) {
-  for (redcoll__tcp_conn *c = t->conns.next; c != &t->conns; c = c->next) {
-    if (!c->paused) continue;
-    c->paused = 0;
-    if (redcoll__tcp_buffered(c)) redcoll__tcp_rx_pump(c); /* reads on if it may */
-    else redcoll__tcp_conn_read_start(c);
-  }
+/* c, if paused for a turn, reads on. */
+static void resume_conn(redcoll__tcp_conn *c) {
+  if (!c->paused) return;
+  c->paused = 0;
+  if (redcoll__tcp_buffered(c)) redcoll__tcp_rx_pump(c); /* reads on if it may */
+  else redcoll__tcp_conn_read_start(c);
 }
 
 int redcoll__tcp_resume_init(redcoll__tcp *t) {
@@ -49,7 +47,7 @@ int redcoll__tcp_resume_init(redcoll__tcp *t) {
 static void on_resume(uv_check_t *h) {
   redcoll__tcp *t = h->data;
   uv_check_stop(h);
-  resume_paused(t);
+  for (redcoll__tcp_conn *c = t->conns.next; c != &t->conns; c = c->next) resume_conn(c);
   t->resumed = 1;
 }
 
@@ -617,8 +615,8 @@ void redcoll__tcp_ext_turn(redcoll__tcp *t) {
   for (redcoll__tcp_conn *c = t->conns.next; c != &t->conns; c = c->next) {
     c->turn_bytes = 0;
     redcoll__tcp_send_piece(c);
+    resume_conn(c);
   }
-  resume_paused(t);
   copy_turn(t);
 }
 
