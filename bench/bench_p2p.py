@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """redcoll's TCP point-to-point path against plain sockets, in one run.
 
-Runs, for --rounds rounds, bench/raw_p2p (plain blocking sockets over one
-loopback connection, every socket-buffer setting of --sockbuf) and
+Runs, for --rounds rounds, bench/raw_p2p (plain sockets over one loopback
+connection, every socket-buffer setting of --sockbuf, blocking and then
+non-blocking with redcoll's way of waiting, --nonblock) and
 `redcoll-bench --coll sendrecv` (or `--coll send` with --oneway) under
 `redcoll-run -n 2 --bind` with REDCOLL_SHM=0 (TCP, not the shared-memory
 path), the order alternating from round to round so that a burst of load
@@ -14,8 +15,8 @@ over TCP (bench/peers/mpi_bench.c built with mpicc, `--coll send` or
 rank per core as bench/peers/run.py does) as "ompi".
 
 A point's value is the median over the rounds of each run's median.  The
-plain program's value per size is its best setting's (the smallest median),
-and the ratio printed is redcoll / that best: below 1 redcoll is faster.
+plain program's value per size is its best setting's (the smallest median
+over the socket-buffer settings and both ways of waiting), and the ratio printed is redcoll / that best: below 1 redcoll is faster.
 The load average before and after the run is printed too.
 
     bench/bench_p2p.py --build build [--oneway] [--rounds 5] [--iters 20]
@@ -69,7 +70,7 @@ def main():
         return [os.path.join(build, "tools", "redcoll-run"), "-n", "2", "--bind", "--no-prefix",
                 os.path.join(build, "tools", "redcoll-bench"), "--coll", coll, "--warmup", "2"] + common
 
-    impls = [("raw", raw), ("redcoll", redcoll(a.build))]
+    impls = [("raw", raw), ("raw", raw + ["--nonblock"]), ("redcoll", redcoll(a.build))]
     if a.before:
         impls.append(("redcoll-before", redcoll(a.before)))
     if a.mpi:

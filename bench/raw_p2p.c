@@ -1,7 +1,7 @@
 /*
  * The baseline of redcoll's TCP point-to-point path: two processes (this one
  * and a child) move the same bytes over one loopback connection with plain
- * blocking sockets, nothing else, so that `redcoll-bench --coll sendrecv`
+ * sockets, nothing else, so that `redcoll-bench --coll sendrecv`
  * (or `--coll send`) has a number to be divided by.  bench/bench_p2p.py runs
  * both, interleaved, and prints the ratio.
  *
@@ -10,8 +10,20 @@
  *              once: a thread writes (one write call of m bytes, which the
  *              kernel splits as its buffers allow) while the main thread
  *              reads;
- *   --oneway   process 0 writes m bytes, process 1 reads them and answers
- *              with one byte; the time is process 0's.
+ *   --oneway   process 0 writes m bytes and process 1 reads them.
+ * Iterations are timed as redcoll-bench times them: each is preceded by a
+ * barrier (one byte each way), each process times its own part, and the
+ * iteration's time is the slower process's (the two exchange their times
+ * afterwards, untimed).
+ * Sockets are blocking unless --nonblock is given: then each process has one
+ * thread, its socket is non-blocking, and it writes and reads whatever the
+ * kernel takes and has (each call asks for all that is left).  When neither
+ * direction moves it waits as redcoll's TCP transport does by default: it
+ * tries again (sched_yield() between tries) until --spin-us microseconds
+ * (default 100) have passed since bytes last moved, and then sleeps in
+ * poll().  Its rows' algo column gets the suffix "+nonblock".  (On a
+ * virtual machine, waking a sleeping process costs the other CPU an
+ * interrupt; blocking sockets sleep whenever the socket is drained.)
  * For every size and every socket-buffer setting of --sockbuf (N: SO_SNDBUF
  * and SO_RCVBUF of N on both ends; sN: SO_SNDBUF alone, as redcoll sets it
  * between ranks of one host; 0: the kernel's autotuning), each on a
@@ -22,10 +34,10 @@
  *
  * with impl "raw", coll "sendrecv" or "send", p 2, bytes what one process
  * sends, and algo "sockbuf=N" or "sndbuf=N".  --bind puts process r on CPU r (as
- * redcoll-run --bind does), --port picks the loopback port (0: any).
+ * redcoll-run --bind does).
  *
- * Usage: raw_p2p [--oneway] [--sizes MIN:MAX] [--factor F] [--iters N]
- *                [--sockbuf N,N,...] [--bind] [--no-header]
+ * Usage: raw_p2p [--oneway] [--nonblock [--spin-us N]] [--sizes MIN:MAX]
+ *                [--factor F] [--iters N] [--sockbuf [s]N,...] [--bind] [--no-header]
  *        (defaults: exchange, 256K:16M, factor 8, 20 iterations,
  *        sockbuf 0,262144,1048576,4194304,s524288)
  */
@@ -33,6 +45,8 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -47,7 +61,8 @@
 #define MAX_SETTINGS 8
 
 typedef struct opts {
-  int oneway, bind, header;
+  int oneway, nonblock, bind, header;
+  double spin; /* seconds */
   size_t min, max, factor;
   int iters;
   int nbuf;
@@ -102,18 +117,71 @@ static void *write_thread(void *arg) {
   return NULL;
 }
 
-static int iteration(int rank, int fd, const char *s, char *r, size_t m, const opts *o) {
-  char ack = 1;
-  if (o->oneway) {
-    if (rank == 0) return write_all(fd, s, m) || read_all(fd, &ack, 1) ? -1 : 0;
-    return read_all(fd, r, m) || write_all(fd, &ack, 1) ? -1 : 0;
+/*
+ * Non-blocking: sends sn bytes of s and receives rn bytes into r at once on
+ * one thread; every call asks for all that is left, and poll() waits only
+ * when neither direction can move.
+ */
+static int xfer(int fd, const char *s, size_t sn, char *r, size_t rn, double spin) {
+  double last = stats_now();
+  while (sn > 0 || rn > 0) {
+    int moved = 0;
+    if (sn > 0) {
+      ssize_t w = send(fd, s, sn, MSG_NOSIGNAL);
+      if (w > 0) s += w, sn -= (size_t)w, moved = 1;
+      else if (w < 0 && errno != EAGAIN && errno != EINTR) return -1;
+    }
+    if (rn > 0) {
+      ssize_t g = recv(fd, r, rn, 0);
+      if (g > 0) r += g, rn -= (size_t)g, moved = 1;
+      else if (g == 0 || (errno != EAGAIN && errno != EINTR)) return -1;
+    }
+    if (moved) {
+      last = stats_now();
+      continue;
+    }
+    if (stats_now() - last < spin) {
+      sched_yield();
+      continue;
+    }
+    struct pollfd pf = {fd, (short)((sn > 0 ? POLLOUT : 0) | (rn > 0 ? POLLIN : 0)), 0};
+    if (poll(&pf, 1, -1) < 0 && errno != EINTR) return -1;
   }
+  return 0;
+}
+
+/* Sends n bytes of s and receives n bytes into r at once: the barrier and
+ * the exchange of times, small enough for the socket's buffers. */
+static int swap_small(int fd, const void *s, void *r, size_t n, const opts *o) {
+  if (o->nonblock) return xfer(fd, s, n, r, n, o->spin);
+  return write_all(fd, s, n) || read_all(fd, r, n) ? -1 : 0;
+}
+
+/* The timed part of one iteration. */
+static int iteration(int rank, int fd, const char *s, char *r, size_t m, const opts *o) {
+  if (o->nonblock) {
+    if (!o->oneway) return xfer(fd, s, m, r, m, o->spin);
+    return rank == 0 ? xfer(fd, s, m, NULL, 0, o->spin) : xfer(fd, NULL, 0, r, m, o->spin);
+  }
+  if (o->oneway) return rank == 0 ? write_all(fd, s, m) : read_all(fd, r, m);
   writer w = {fd, s, m, 0};
   pthread_t th;
   if (pthread_create(&th, NULL, write_thread, &w) != 0) return -1;
   int rc = read_all(fd, r, m);
   pthread_join(th, NULL);
   return rc || w.rc ? -1 : 0;
+}
+
+/* One timed iteration after a barrier; *t is the slower process's time. */
+static int timed(int rank, int fd, const char *s, char *r, size_t m, const opts *o, double *t) {
+  char tok = 1, got;
+  if (swap_small(fd, &tok, &got, 1, o) != 0) return -1;
+  double t0 = stats_now();
+  if (iteration(rank, fd, s, r, m, o) != 0) return -1;
+  double mine = stats_now() - t0, other;
+  if (swap_small(fd, &mine, &other, sizeof mine, o) != 0) return -1;
+  *t = mine > other ? mine : other;
+  return 0;
 }
 
 /* One connection for one setting: process 0 accepts, 1 connects. */
@@ -158,25 +226,27 @@ static int run_rank(int rank, int lfd, int port, const opts *o) {
   if (s == NULL || r == NULL || t == NULL) return 4;
   memset(s, rank + 1, o->max);
   memset(r, 0, o->max);
-  if (rank == 0 && o->header) printf("impl,coll,p,bytes,median_us,p99_us,algbw_GBps,busbw_GBps,algo\n");
+  if (rank == 0 && o->header)
+    printf("impl,coll,p,bytes,median_us,p99_us,algbw_GBps,busbw_GBps,algo\n");
   for (int k = 0; k < o->nbuf; k++) {
     int fd = connect_pair(rank, lfd, port, o->sockbuf[k]);
     if (fd < 0) return 2;
+    if (o->nonblock && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) != 0) return 3;
     for (size_t m = o->min;; m *= o->factor) {
-      if (iteration(rank, fd, s, r, m, o) != 0) return 5; /* warm-up */
-      for (int i = 0; i < o->iters; i++) {
-        double t0 = stats_now();
-        if (iteration(rank, fd, s, r, m, o) != 0) return 6;
-        t[i] = stats_now() - t0;
-      }
-      if ((!o->oneway || rank == 1) && r[m - 1] != (char)(2 - rank)) return 7;
+      memset(r, 0, m); /* every received byte is checked below */
+      if (timed(rank, fd, s, r, m, o, &t[0]) != 0) return 5; /* warm-up */
+      for (int i = 0; i < o->iters; i++)
+        if (timed(rank, fd, s, r, m, o, &t[i]) != 0) return 6;
+      if (!o->oneway || rank == 1)
+        for (size_t i = 0; i < m; i++)
+          if (r[i] != (char)(2 - rank)) return 7;
       if (rank == 0) {
         double med = stats_median(t, (size_t)o->iters);
         double p99 = stats_quantile(t, (size_t)o->iters, 0.99);
         double bw = (double)m / med * 1e-9;
-        printf("raw,%s,2,%zu,%.2f,%.2f,%.4f,%.4f,%s=%d\n", o->oneway ? "send" : "sendrecv", m,
+        printf("raw,%s,2,%zu,%.2f,%.2f,%.4f,%.4f,%s=%d%s\n", o->oneway ? "send" : "sendrecv", m,
                med * 1e6, p99 * 1e6, bw, bw, o->sockbuf[k] < 0 ? "sndbuf" : "sockbuf",
-               o->sockbuf[k] < 0 ? -o->sockbuf[k] : o->sockbuf[k]);
+               o->sockbuf[k] < 0 ? -o->sockbuf[k] : o->sockbuf[k], o->nonblock ? "+nonblock" : "");
         fflush(stdout);
       }
       if (m > o->max / o->factor) break;
@@ -191,11 +261,15 @@ static int run_rank(int rank, int lfd, int port, const opts *o) {
 
 int main(int argc, char **argv) {
   opts o = {.min = 256 << 10, .max = 16 << 20, .factor = 8, .iters = 20, .header = 1,
-            .nbuf = 5, .sockbuf = {0, 262144, 1048576, 4194304, -524288}};
+            .spin = 100e-6, .nbuf = 5, .sockbuf = {0, 262144, 1048576, 4194304, -524288}};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (strcmp(a, "--oneway") == 0) {
       o.oneway = 1;
+      continue;
+    }
+    if (strcmp(a, "--nonblock") == 0) {
+      o.nonblock = 1;
       continue;
     }
     if (strcmp(a, "--bind") == 0) {
@@ -213,6 +287,8 @@ int main(int argc, char **argv) {
       if (parse_size(v, &o.min) != 0 || parse_size(colon ? colon + 1 : v, &o.max) != 0) goto usage;
     } else if (strcmp(a, "--factor") == 0) {
       o.factor = (size_t)atol(v);
+    } else if (strcmp(a, "--spin-us") == 0) {
+      o.spin = atof(v) * 1e-6;
     } else if (strcmp(a, "--iters") == 0) {
       o.iters = atoi(v);
     } else if (strcmp(a, "--sockbuf") == 0) {
@@ -261,6 +337,6 @@ int main(int argc, char **argv) {
   return 0;
 usage:
   fprintf(stderr, "usage: raw_p2p [--oneway] [--sizes MIN:MAX] [--factor F] [--iters N] "
-                  "[--sockbuf [s]N,...] [--bind] [--no-header]\n");
+                  "[--sockbuf [s]N,...] [--nonblock [--spin-us N]] [--bind] [--no-header]\n");
   return 2;
 }
