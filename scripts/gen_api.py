@@ -39,10 +39,13 @@ Rules that hold for every function:
 
 - **Status.**  Functions that can fail return `REDCOLL_OK` (0) or a negative
   `redcoll_status`; `redcoll_strerror()` gives the sentence,
-  `redcoll_status_name()` the symbol.  After a failed collective the
-  communicator is broken: later calls return the same status at once
-  (`redcoll_comm_error()`), and the transport has been told to abort so that
-  peers do not wait.
+  `redcoll_status_name()` the symbol.  After a collective that failed once
+  it had started (any status but `REDCOLL_EINVAL` and `REDCOLL_ENOTSUP`, which
+  refuse a call before anything is sent) the communicator is broken: later
+  calls return the same status at once (`redcoll_comm_error()`), and the
+  transport has been told to abort so that peers do not wait.  Every failure,
+  a refused call included, prints one line on stderr (at the default
+  `REDCOLL_LOG_LEVEL`) naming the rank, the call and the cause.
 - **Blocking.**  Every collective blocks until this rank's part is done: its
   result is in place and its buffers may be reused.  The i-forms
   (`redcoll_iallreduce()`, ...) start the same collective and return a

@@ -4,6 +4,10 @@
  * nothing written (buffers keep their fill pattern).
  */
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "internal.h"
 #include "test.h"
@@ -101,6 +105,28 @@ static void comm_rules(void) {
   redcoll_comm_destroy(c);
   CHECK_INT(state.destroyed, 1);
   redcoll_comm_destroy(NULL);
+}
+
+/* REDCOLL_IN_PLACE in both buffer slots: one of them is the wrong slot, on
+ * every rank (this rank is the root where there is one).  It used to be
+ * taken for the in-place form and copy from address 1. */
+static void both_in_place(redcoll_comm *c) {
+  const redcoll_op *S = REDCOLL_SUM;
+  const void *is = REDCOLL_IN_PLACE;
+  void *ir = (void *)REDCOLL_IN_PLACE;
+  int me = redcoll_comm_rank(c);
+  size_t n = N / 4;
+  size_t cnt[4] = {n, n, n, n};
+  BAD(REDCOLL_EINVAL, redcoll_allreduce(c, is, ir, n, REDCOLL_FLOAT64, S));
+  BAD(REDCOLL_EINVAL, redcoll_reduce(c, is, ir, n, REDCOLL_FLOAT64, S, me));
+  BAD(REDCOLL_EINVAL, redcoll_allgather(c, is, ir, n, REDCOLL_FLOAT64));
+  BAD(REDCOLL_EINVAL, redcoll_reduce_scatter_block(c, is, ir, n, REDCOLL_FLOAT64, S));
+  BAD(REDCOLL_EINVAL, redcoll_reduce_scatter(c, is, ir, cnt, REDCOLL_FLOAT64, S));
+  BAD(REDCOLL_EINVAL, redcoll_gather(c, is, ir, n, REDCOLL_FLOAT64, me));
+  BAD(REDCOLL_EINVAL, redcoll_scatter(c, is, ir, n, REDCOLL_FLOAT64, me));
+  BAD(REDCOLL_EINVAL, redcoll_scan(c, is, ir, n, REDCOLL_FLOAT64, S));
+  BAD(REDCOLL_EINVAL, redcoll_exscan(c, is, ir, n, REDCOLL_FLOAT64, S));
+  BAD(REDCOLL_EINVAL, redcoll_alltoall(c, is, ir, n, REDCOLL_FLOAT64));
 }
 
 static void collective_rules(void) {
@@ -248,6 +274,11 @@ static void alias_rules(void) {
   BAD(REDCOLL_EINVAL, redcoll_reduce_scatter(c, sbuf, ip, counts, REDCOLL_FLOAT64, S));
   BAD(REDCOLL_EINVAL, redcoll_bcast(c, ip, N, REDCOLL_FLOAT64, 0));
   BAD(REDCOLL_EINVAL, redcoll_scatter(c, REDCOLL_IN_PLACE, rbuf, N, REDCOLL_FLOAT64, 1));
+  both_in_place(c);
+  CHECK_INT(c->seq, 0);
+  redcoll_comm_destroy(c);
+  c = make(0, 1); /* one rank too: it used to return REDCOLL_OK */
+  both_in_place(c);
   CHECK_INT(c->seq, 0);
   redcoll_comm_destroy(c);
 
@@ -385,18 +416,91 @@ static void trivial_calls(void) {
   redcoll_comm_destroy(c);
 }
 
+static int log_fd = -1, log_saved = -1;
+
+/* From here to log_end, what goes to fd 2 goes to a file instead. */
+static void log_begin(void) {
+  char path[] = "/tmp/redcoll-test-args-XXXXXX";
+  log_fd = mkstemp(path);
+  log_saved = dup(2);
+  CHECK(log_fd >= 0 && log_saved >= 0);
+  unlink(path);
+  fflush(stderr);
+  CHECK(dup2(log_fd, 2) == 2);
+}
+
+/* fd 2 back; what it got into log (NUL-terminated, at most n - 1 bytes). */
+static void log_end(char *log, size_t n) {
+  fflush(stderr);
+  dup2(log_saved, 2);
+  close(log_saved);
+  memset(log, 0, n);
+  CHECK(pread(log_fd, log, n - 1, 0) > 0);
+  close(log_fd);
+}
+
 /* After a transport failure the communicator is broken: later calls fail
  * fast with the same status and do not touch the transport. */
 static void broken_comm(void) {
   redcoll_comm *c = make(0, 2);
   double x[4] = {1, 2, 3, 4}, y[4];
   state.calls = 0;
+  log_begin();
   CHECK_INT(redcoll_allreduce(c, x, y, 4, REDCOLL_FLOAT64, REDCOLL_SUM), REDCOLL_ETRANSPORT);
+  char log[1024];
+  log_end(log, sizeof log);
+  /* The first call that lets AUTO choose calibrates first; its failure
+   * says so. */
+  CHECK(strstr(log, "redcoll error: rank 0: collective #0 (tag 0x") != NULL);
+  CHECK(strstr(log, "): the cost model's self-calibration, run by the first collective that lets "
+                    "AUTO choose failed in ") != NULL);
   CHECK_INT(state.calls, 1);
   CHECK_INT(redcoll_comm_error(c), REDCOLL_ETRANSPORT);
   CHECK_INT(redcoll_allreduce(c, x, y, 4, REDCOLL_FLOAT64, REDCOLL_SUM), REDCOLL_ETRANSPORT);
   CHECK_INT(redcoll_barrier(c), REDCOLL_ETRANSPORT);
   CHECK_INT(state.calls, 1);
+  redcoll_comm_destroy(c);
+}
+
+/* The error line of a refused call (what the program's stderr gets, fd 2
+ * sent to a file meanwhile): the rank, the call, the status and the reason;
+ * and an i-form with no request's address is refused, not run blocking. */
+static void refusals_logged(void) {
+  redcoll_comm *c = make(1, 4);
+  log_begin();
+  int st1 = redcoll_reduce(c, sbuf, rbuf, N, REDCOLL_FLOAT64, REDCOLL_SUM, 9);
+  int st2 = redcoll_allreduce(c, REDCOLL_IN_PLACE, (void *)REDCOLL_IN_PLACE, N, REDCOLL_INT32,
+                              REDCOLL_SUM);
+  redcoll_request *req = (redcoll_request *)&state; /* must be set to NULL */
+  state.calls = 0;
+  int st3 = redcoll_iallreduce(c, sbuf, rbuf, N, REDCOLL_FLOAT64, REDCOLL_SUM, NULL);
+  int st4 = redcoll_ibarrier(c, NULL);
+  int st5 = redcoll_iallreduce(c, sbuf, NULL, N, REDCOLL_FLOAT64, REDCOLL_SUM, &req);
+  char log[2048];
+  log_end(log, sizeof log);
+  CHECK_INT(st1, REDCOLL_EINVAL);
+  CHECK_INT(st2, REDCOLL_EINVAL);
+  CHECK_INT(st3, REDCOLL_EINVAL);
+  CHECK_INT(st4, REDCOLL_EINVAL);
+  CHECK_INT(st5, REDCOLL_EINVAL);
+  CHECK(req == NULL);
+  CHECK_INT(state.calls, 0);
+  CHECK(strstr(log, "redcoll error: rank 1: reduce count 16 dtype float64 root 9 refused: "
+                    "REDCOLL_EINVAL (") != NULL);
+  CHECK(strstr(log, "the root is not a rank of the communicator\n") != NULL);
+  CHECK(strstr(log, "rank 1: allreduce count 16 dtype int32 root 0 refused: REDCOLL_EINVAL") !=
+        NULL);
+  CHECK(strstr(log, "REDCOLL_IN_PLACE in a slot, or on a rank, where the collective has no "
+                    "in-place form\n") != NULL);
+  CHECK(strstr(log, "rank 1: allreduce count 16 dtype float64 root 0 refused: REDCOLL_EINVAL "
+                    "(invalid argument): the request's address is NULL\n") != NULL);
+  CHECK(strstr(log, "rank 1: barrier count 0 dtype ") != NULL);
+  CHECK(strstr(log, "a NULL buffer where there are elements to move\n") != NULL);
+  /* One line each: five calls, five newlines. */
+  int lines = 0;
+  for (const char *q = log; *q != '\0'; q++) lines += *q == '\n';
+  CHECK_INT(lines, 5);
+  CHECK_INT(redcoll_comm_error(c), REDCOLL_OK); /* refused calls do not break it */
   redcoll_comm_destroy(c);
 }
 
@@ -415,4 +519,4 @@ static void tags(void) {
 
 TEST_MAIN(TEST(comm_rules), TEST(collective_rules), TEST(rooted_rules), TEST(alias_rules),
           TEST(version3), TEST(create_ownership), TEST(trivial_calls), TEST(broken_comm),
-          TEST(tags))
+          TEST(refusals_logged), TEST(tags))

@@ -1336,7 +1336,7 @@ static void *killer(void *arg) {
 }
 
 /* Rank 2 is killed in the middle of a stream of allreduces; the others must
- * fail within seconds (their timeout is a minute). */
+ * fail at once (their timeout is a minute). */
 static int rank_kill(redcoll_comm *c, void *arg) {
   shared *sh = arg;
   int me = redcoll_comm_rank(c);
@@ -1455,7 +1455,10 @@ int main(int argc, char **argv) {
       CHECK_MSG(o.statuses[r] == REDCOLL_ETRANSPORT || o.statuses[r] == REDCOLL_EABORTED,
                 "rank %d: %s", r, redcoll_status_name(o.statuses[r]));
       CHECK_INT(sh->st[r], o.statuses[r]);
-      CHECK_MSG(sh->t[r] - sh->kill_time < 5.0, "rank %d took %.2f s", r,
+      /* At once: the lost connection, then at most the 50 ms a survivor
+       * listens for a better reason (it was a whole second, and a survivor
+       * also waited for a healthy peer's). */
+      CHECK_MSG(sh->t[r] - sh->kill_time < 0.8, "rank %d took %.2f s", r,
                 sh->t[r] - sh->kill_time);
       direct += o.statuses[r] == REDCOLL_ETRANSPORT;
     }

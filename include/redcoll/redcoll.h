@@ -332,8 +332,9 @@ REDCOLL_API int redcoll_comm_abort(redcoll_comm *c);
  * destroyed in any order, and the last one destroys the transport.  A
  * failure or abort on one breaks only that one; a lost peer breaks every
  * communicator that holds it, as each waits for it.  These need a
- * transport with channels (REDCOLL_TRANSPORT_CAP_CHANNELS: the simulator
- * and threads); on another they return REDCOLL_ENOTSUP.  On failure *out
+ * transport with channels (REDCOLL_TRANSPORT_CAP_CHANNELS: every bundled
+ * transport has them); on one of yours without, they return
+ * REDCOLL_ENOTSUP.  On failure *out
  * is NULL and c is as before unless the failure broke it (a lost peer). */
 
 /* The color of a rank that wants no communicator from redcoll_comm_split. */
@@ -508,37 +509,44 @@ typedef int (*redcoll_rank_main)(redcoll_comm *comm, void *arg);
 /* Collectives.                                                             */
 /*                                                                          */
 /* All ranks call a collective with the same count, dtype, op and root.     */
-/* Arguments are checked before anything is sent: a NULL buffer with        */
-/* count > 0, count * size overflowing, a root out of range, overlapping    */
-/* send and receive buffers (below), a user op with a built-in dtype or a   */
-/* built-in op with REDCOLL_CUSTOM, and a (dtype, op) pair that makes no    */
-/* sense all return REDCOLL_EINVAL with nothing sent and nothing written.   */
-/* Buffers, one rule for every collective: the rank's own input placed     */
-/* exactly where the in-place layout of the collective keeps it is in      */
+/* Arguments are checked before anything is sent: a NULL buffer with count  */
+/* > 0, count * size overflowing, a root out of range, overlapping send and */
+/* receive buffers (below), a user op with a built-in dtype or a built-in   */
+/* op with REDCOLL_CUSTOM, and a (dtype, op) pair that makes no sense all   */
+/* return REDCOLL_EINVAL with nothing sent and nothing written, and print   */
+/* one line naming the rank, the call and the check that failed (redcoll    */
+/* error: rank 1: reduce count 16 dtype float64 root 9 refused:             */
+/* REDCOLL_EINVAL (invalid argument): the root is not a rank of the         */
+/* communicator).                                                           */
+/* Buffers, one rule for every collective: the rank's own input placed      */
+/* exactly where the in-place layout of the collective keeps it is in       */
 /* place, the same as REDCOLL_IN_PLACE (allreduce, reduce at the root and   */
 /* the reduce-scatters: sendbuf == recvbuf; allgather: sendbuf == recvbuf + */
 /* rank * count elements; allgatherv: recvbuf + the counts of the ranks     */
 /* before; gather at the root: recvbuf + root * count; scatter at the root: */
 /* recvbuf == sendbuf + root * count).  Any other overlap of the bytes a    */
 /* rank reads and writes, sendbuf == recvbuf off those positions included,  */
-/* is REDCOLL_EINVAL, and so is REDCOLL_IN_PLACE in any other slot or on a  */
-/* rank where the collective has no in-place form.  Buffers may have any    */
-/* alignment.                                                               */
+/* is REDCOLL_EINVAL, and so is REDCOLL_IN_PLACE in any other slot (in both */
+/* slots at once, too) or on a rank where the collective has no in-place    */
+/* form.  Buffers may have any alignment.                                   */
 /* Results: by default every rank gets bitwise identical results, for every */
-/* dtype and operator (redcoll_comm_set_results).  Algorithms that accept  */
-/* non-commutative operators compute v_0 (+) v_1 (+) ... (+) v_{p-1} in    */
-/* rank order with one bracketing for every element.                       */
+/* dtype and operator (redcoll_comm_set_results).  Algorithms that accept   */
+/* non-commutative operators compute v_0 (+) v_1 (+) ... (+) v_{p-1} in     */
+/* rank order with one bracketing for every element.                        */
 /* Statuses of every collective: REDCOLL_EINVAL (the checks above, nothing  */
 /* sent); REDCOLL_ENOTSUP (the forced algorithm does not implement the      */
 /* collective or needs a commutative operator); REDCOLL_ENOMEM (scratch);   */
 /* from the transport REDCOLL_ETRANSPORT (a peer is gone),                  */
 /* REDCOLL_ETIMEDOUT (a peer stayed silent past the timeout),               */
 /* REDCOLL_EABORTED (a peer aborted), REDCOLL_EMISMATCH (ranks called       */
-/* different collectives, counts, types, operators or roots),               */
-/* REDCOLL_EPROTO (a malformed frame), REDCOLL_EDEADLOCK (simulator only).  */
-/* After any of these but EINVAL and ENOTSUP the communicator is broken.    */
-/* A call with count 0 or on one rank returns REDCOLL_OK after the          */
-/* argument checks without choosing an algorithm or communicating.         */
+/* different collectives, counts, types, operators or roots, where their    */
+/* messages meet; calls so different that the ranks' messages never meet,   */
+/* such as two types for which AUTO picks different algorithms, end at the  */
+/* timeout or deadline instead: docs/reliability.md), REDCOLL_EPROTO (a     */
+/* malformed frame), REDCOLL_EDEADLOCK (simulator only).  After any of      */
+/* these but EINVAL and ENOTSUP the communicator is broken.  A call with    */
+/* count 0 or on one rank returns REDCOLL_OK after the argument checks      */
+/* without choosing an algorithm or communicating.                          */
 /* ------------------------------------------------------------------------ */
 
 #define REDCOLL_IN_PLACE ((const void *)1)
@@ -666,7 +674,8 @@ REDCOLL_API int redcoll_allgatherv_displs(redcoll_comm *c, const void *sendbuf, 
 /* Each collective has an i-form with the same arguments and the same       */
 /* checks, then redcoll_request **req: it starts the collective and returns */
 /* at once (REDCOLL_OK and *req set), or returns the checks' status with    */
-/* nothing started and *req NULL.  The buffers, and the counts and displs   */
+/* nothing started and *req NULL (req itself NULL: REDCOLL_EINVAL, not a    */
+/* blocking call).  The buffers, and the counts and displs                  */
 /* arrays, must stay untouched until the request has finished.  Many        */
 /* requests may be outstanding on one communicator: they run one after      */
 /* another in the order they were started, which must be the same on every  */

@@ -76,10 +76,17 @@ void redcoll__spin_relax(int pause) {
 void redcoll__log(int level, const char *fmt, ...) {
   if (level > redcoll__log_level()) return;
   static const char *const names[] = {"error", "warn", "info", "debug"};
+  /* The whole line in one write, so that lines of other threads and of
+   * other processes on the same stream do not cut into it. */
+  char line[1024];
+  const char *name = names[level < 0 ? 0 : level > 3 ? 3 : level];
+  int k = snprintf(line, sizeof line - 1, "redcoll %s: ", name);
   va_list ap;
   va_start(ap, fmt);
-  fprintf(stderr, "redcoll %s: ", names[level < 0 ? 0 : level > 3 ? 3 : level]);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
+  int m = vsnprintf(line + k, sizeof line - 1 - (size_t)k, fmt, ap);
   va_end(ap);
+  size_t n = (size_t)k + (m < 0 ? 0 : (size_t)m);
+  if (n > sizeof line - 2) n = sizeof line - 2; /* cut: the newline still ends it */
+  line[n++] = '\n';
+  fwrite(line, 1, n, stderr);
 }

@@ -159,6 +159,7 @@ struct redcoll_comm {
   /* Self-calibration (select/calibrate.c): 0 not decided yet, 1 not
    * wanted, 2 done or under way, 3 switched off by the program. */
   int cal_state;
+  int calibrating; /* 1 while it runs: error lines name it */
   /* Ranks per CPU (redcoll_comm_set_ranks_per_cpu): the value AUTO uses,
    * resolved like the cost model (state 0, 1, 2), and what the transport
    * found. */

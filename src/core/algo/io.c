@@ -38,7 +38,13 @@ static void describe(const redcoll_comm *c, char *buf, size_t n) {
   int k = snprintf(buf, n, "collective #%llu (tag 0x%016llx)",
                    (unsigned long long)(c->tag >> 40), (unsigned long long)c->tag);
   const struct redcoll__call *call = c->cur;
-  if (call == NULL || k < 0 || (size_t)k >= n) return;
+  if (k < 0 || (size_t)k >= n) return;
+  if (call == NULL && c->calibrating) {
+    snprintf(buf + k, n - (size_t)k, ": the cost model's self-calibration, run by the first "
+                                     "collective that lets AUTO choose");
+    return;
+  }
+  if (call == NULL) return;
   const char *op = call->op == NULL                      ? "none"
                    : call->op->id == REDCOLL__OP_USER    ? "user"
                    : (unsigned)call->op->id < REDCOLL__OP_COUNT ? op_names[call->op->id]
@@ -68,7 +74,9 @@ static int fail_in(redcoll_comm *c, int status, const char *call, const char *wh
     if (status == REDCOLL_ETIMEDOUT && c->timeout_ms != 0)
       snprintf(deadline, sizeof deadline, ", with the collective's deadline of %llu ms",
                (unsigned long long)c->timeout_ms);
-    redcoll__log(status == REDCOLL_EABORTED ? 2 : 0, "rank %d: %s failed in %s: %s (%s)%s",
+    /* Every failing rank prints its line, an aborted one too (the rank
+     * that aborted printed the first cause). */
+    redcoll__log(0, "rank %d: %s failed in %s: %s (%s)%s",
                  c->rank, view, what, redcoll_status_name(status), redcoll_strerror(status),
                  deadline);
     if (status != REDCOLL_EABORTED) redcoll__comm_tell_peers(c, status);

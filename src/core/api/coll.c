@@ -267,6 +267,7 @@ static int resolve_place(const coll_shape *sh, int is_root, const coll_sizes *z,
   unsigned s = sh->flags;
   const void *ip = REDCOLL_IN_PLACE;
   int ip_send = *send == ip, ip_recv = *recv == ip;
+  if (ip_send && ip_recv) return REDCOLL_EINVAL; /* one of the two is the other slot */
   int ok_root = !(s & (S_IN_AT_ROOT | S_OUT_AT_ROOT)) || is_root;
   if (ip_send && (sh->place == IP_SAME || sh->place == IP_SEND_IN_RECV) && ok_root)
     *send = byte_at(*recv, sh->place == IP_SAME ? 0 : z->at);
@@ -298,41 +299,52 @@ static int place_rule(int place, const void *send, const void *recv, const coll_
 
 /* The checks of a collective with buffers: dtype and op, root, sizes, NULL
  * buffers, REDCOLL_IN_PLACE and the buffer rule.  Fills call and z. */
-static int check_buffers(const coll_args *a, redcoll__call *call, coll_sizes *z) {
+static int check_buffers(const coll_args *a, redcoll__call *call, coll_sizes *z,
+                         const char **why) {
   const coll_shape *sh = &shapes[a->coll];
   unsigned s = sh->flags;
   const redcoll_comm *c = call->comm;
   int rc = check_type(call, a->dt, a->op, (s & S_REDUCE) != 0);
+  *why = "the datatype or the operator is not one this collective takes";
   if (rc != REDCOLL_OK) return rc;
+  *why = "the root is not a rank of the communicator";
   if ((s & S_ROOTED) && (a->root < 0 || a->root >= c->size)) return REDCOLL_EINVAL;
   int is_root = !(s & S_ROOTED) || c->rank == a->root;
   int both = !(s & (S_IN_AT_ROOT | S_OUT_AT_ROOT)) || is_root; /* both buffers significant */
+  *why = "the counts overflow a size_t in bytes, or disagree with this rank's block";
   if ((rc = measure(a, call, s, z)) != REDCOLL_OK) return rc;
   const void *send = a->sendbuf;
   void *recv = a->recvbuf;
   int use_send = z->in > 0 && (!(s & S_IN_AT_ROOT) || is_root);
   int use_recv = z->out > 0 && (!(s & S_OUT_AT_ROOT) || is_root);
+  *why = "a NULL buffer where there are elements to move";
   if ((use_send && send == NULL) || (use_recv && recv == NULL)) return REDCOLL_EINVAL;
+  *why = "REDCOLL_IN_PLACE in a slot, or on a rank, where the collective has no in-place form";
   if (s & S_ONE_BUF) {
     if (send == REDCOLL_IN_PLACE) return REDCOLL_EINVAL;
     call->in_place = 1;
   } else {
     if ((rc = resolve_place(sh, is_root, z, &send, &recv)) != REDCOLL_OK) return rc;
+    *why = "a NULL buffer where there are elements to move";
     if ((use_send && send == NULL) || (use_recv && recv == NULL)) return REDCOLL_EINVAL;
+    *why = "the send and receive buffers overlap other than in the in-place layout";
     if (both) {
       if ((rc = place_rule(sh->place, send, recv, z)) < 0) return rc;
       call->in_place = rc;
     }
   }
+  *why = "the send and receive buffers overlap";
   if ((s & S_PAIRS) && ranges_meet(send, z->in, recv, z->out)) return REDCOLL_EINVAL;
   if (s & S_TOTAL) {
     /* One block, like the vector itself; apart from both other buffers. */
     void *t = a->total;
+    *why = "the total's buffer is NULL, REDCOLL_IN_PLACE, or overlaps another buffer";
     if (t == REDCOLL_IN_PLACE || (z->out > 0 && t == NULL)) return REDCOLL_EINVAL;
     if (ranges_meet(t, z->out, send, z->in) || ranges_meet(t, z->out, recv, z->out))
       return REDCOLL_EINVAL;
     call->total = t;
   }
+  *why = NULL;
   call->sendbuf = send;
   call->recvbuf = recv;
   call->count = (s & S_VCOUNTS) ? z->total : (s & S_PAIRS) ? 0 : a->count;
@@ -366,6 +378,16 @@ static int one_rank(const redcoll__call *call, unsigned s, const coll_sizes *z) 
   return REDCOLL_OK;
 }
 
+/* A call refused before anything was sent (EINVAL, ENOTSUP): one error line
+ * naming the rank, the call and the reason; the communicator stays usable. */
+static int refused(const redcoll_comm *c, const coll_args *a, int rc, const char *why) {
+  const char *dt = redcoll_dtype_name(a->dt);
+  redcoll__log(0, "rank %d: %s count %zu dtype %s root %d refused: %s (%s): %s", c->rank,
+               redcoll_coll_name(a->coll), a->count, dt ? dt : "?", a->root,
+               redcoll_status_name(rc), redcoll_strerror(rc), why ? why : "invalid argument");
+  return rc;
+}
+
 /* The one prologue and tail of every collective: the checks, all before
  * anything is sent; then nothing to do (total 0), the forced algorithm's
  * check (so that one rank answers as many do), one rank (a copy of its own
@@ -380,13 +402,16 @@ static int enter(redcoll_comm *c, const coll_args *a, redcoll_request **req) {
   memset(&call, 0, sizeof call);
   call.comm = c;
   call.coll = a->coll;
+  const char *why = NULL;
   if (shapes[a->coll].flags & S_NO_BUF) {
     call.dtype = REDCOLL_UINT8;
     call.esize = 1;
-  } else if ((rc = check_buffers(a, &call, &z)) != REDCOLL_OK) {
-    return rc;
+  } else if ((rc = check_buffers(a, &call, &z, &why)) != REDCOLL_OK) {
+    return refused(c, a, rc, why);
   }
-  if (z.total > 0 && (rc = check_forced(&call)) != REDCOLL_OK) return rc;
+  if (z.total > 0 && (rc = check_forced(&call)) != REDCOLL_OK)
+    return refused(c, a, rc, "the forced algorithm does not take this call (a non-commutative "
+                             "operator, or two_level where the collective has no such form)");
   if (z.total == 0 || c->size == 1) {
     /* Nothing to communicate. */
     rc = z.total == 0 ? REDCOLL_OK : one_rank(&call, shapes[a->coll].flags, &z);
@@ -396,6 +421,16 @@ static int enter(redcoll_comm *c, const coll_args *a, redcoll_request **req) {
   if (req != NULL) return redcoll__nb_start(&call, run, req);
   redcoll__nb_drain(c);
   return run(&call);
+}
+
+/* The i-forms: as enter, and the request's address is required (NULL would
+ * make a blocking call of it). */
+static int enter_nb(redcoll_comm *c, const coll_args *a, redcoll_request **req) {
+  if (req == NULL) {
+    if (check_comm(c) != REDCOLL_OK) return c == NULL ? REDCOLL_EINVAL : check_comm(c);
+    return refused(c, a, REDCOLL_EINVAL, "the request's address is NULL");
+  }
+  return enter(c, a, req);
 }
 
 /* ---- the entry points ------------------------------------------------------ */
@@ -522,94 +557,94 @@ REDCOLL_API int redcoll_allgatherv_displs(redcoll_comm *c, const void *sendbuf, 
 
 REDCOLL_API int redcoll_iallreduce(redcoll_comm *c, const void *sendbuf, void *recvbuf, size_t count,
                                   redcoll_dtype dt, const redcoll_op *op, redcoll_request **req) {
-  return enter(c, &(coll_args){.coll = REDCOLL_COLL_ALLREDUCE, .sendbuf = sendbuf,
+  return enter_nb(c, &(coll_args){.coll = REDCOLL_COLL_ALLREDUCE, .sendbuf = sendbuf,
                                .recvbuf = recvbuf, .count = count, .dt = dt, .op = op}, req);
 }
 
 REDCOLL_API int redcoll_ireduce(redcoll_comm *c, const void *sendbuf, void *recvbuf, size_t count,
                                redcoll_dtype dt, const redcoll_op *op, int root, redcoll_request **req) {
-  return enter(c, &(coll_args){.coll = REDCOLL_COLL_REDUCE, .sendbuf = sendbuf, .recvbuf = recvbuf,
+  return enter_nb(c, &(coll_args){.coll = REDCOLL_COLL_REDUCE, .sendbuf = sendbuf, .recvbuf = recvbuf,
                                .count = count, .dt = dt, .op = op, .root = root}, req);
 }
 
 REDCOLL_API int redcoll_ireduce_scatter_block(redcoll_comm *c, const void *sendbuf, void *recvbuf,
                                              size_t recvcount, redcoll_dtype dt,
                                              const redcoll_op *op, redcoll_request **req) {
-  return enter(c, &(coll_args){.coll = REDCOLL_COLL_REDUCE_SCATTER_BLOCK, .sendbuf = sendbuf,
+  return enter_nb(c, &(coll_args){.coll = REDCOLL_COLL_REDUCE_SCATTER_BLOCK, .sendbuf = sendbuf,
                                .recvbuf = recvbuf, .count = recvcount, .dt = dt, .op = op}, req);
 }
 
 REDCOLL_API int redcoll_ireduce_scatter(redcoll_comm *c, const void *sendbuf, void *recvbuf,
                                        const size_t *recvcounts, redcoll_dtype dt,
                                        const redcoll_op *op, redcoll_request **req) {
-  return enter(c, &(coll_args){.coll = REDCOLL_COLL_REDUCE_SCATTER, .sendbuf = sendbuf,
+  return enter_nb(c, &(coll_args){.coll = REDCOLL_COLL_REDUCE_SCATTER, .sendbuf = sendbuf,
                                .recvbuf = recvbuf, .counts = recvcounts, .dt = dt, .op = op}, req);
 }
 
 REDCOLL_API int redcoll_iallgather(redcoll_comm *c, const void *sendbuf, void *recvbuf, size_t count,
                                   redcoll_dtype dt, redcoll_request **req) {
-  return enter(c, &(coll_args){.coll = REDCOLL_COLL_ALLGATHER, .sendbuf = sendbuf,
+  return enter_nb(c, &(coll_args){.coll = REDCOLL_COLL_ALLGATHER, .sendbuf = sendbuf,
                                .recvbuf = recvbuf, .count = count, .dt = dt}, req);
 }
 
 REDCOLL_API int redcoll_iallgatherv(redcoll_comm *c, const void *sendbuf, size_t sendcount,
                                    void *recvbuf, const size_t *recvcounts, redcoll_dtype dt, redcoll_request **req) {
-  return enter(c, &(coll_args){.coll = REDCOLL_COLL_ALLGATHERV, .sendbuf = sendbuf,
+  return enter_nb(c, &(coll_args){.coll = REDCOLL_COLL_ALLGATHERV, .sendbuf = sendbuf,
                                .recvbuf = recvbuf, .count = sendcount, .counts = recvcounts,
                                .dt = dt}, req);
 }
 
 REDCOLL_API int redcoll_ibcast(redcoll_comm *c, void *buf, size_t count, redcoll_dtype dt, int root, redcoll_request **req) {
-  return enter(c, &(coll_args){.coll = REDCOLL_COLL_BCAST, .sendbuf = buf, .recvbuf = buf,
+  return enter_nb(c, &(coll_args){.coll = REDCOLL_COLL_BCAST, .sendbuf = buf, .recvbuf = buf,
                                .count = count, .dt = dt, .root = root}, req);
 }
 
 REDCOLL_API int redcoll_ibarrier(redcoll_comm *c, redcoll_request **req) {
-  return enter(c, &(coll_args){.coll = REDCOLL_COLL_BARRIER}, req);
+  return enter_nb(c, &(coll_args){.coll = REDCOLL_COLL_BARRIER}, req);
 }
 
 REDCOLL_API int redcoll_igather(redcoll_comm *c, const void *sendbuf, void *recvbuf, size_t count,
                                redcoll_dtype dt, int root, redcoll_request **req) {
-  return enter(c, &(coll_args){.coll = REDCOLL_COLL_GATHER, .sendbuf = sendbuf, .recvbuf = recvbuf,
+  return enter_nb(c, &(coll_args){.coll = REDCOLL_COLL_GATHER, .sendbuf = sendbuf, .recvbuf = recvbuf,
                                .count = count, .dt = dt, .root = root}, req);
 }
 
 REDCOLL_API int redcoll_iscatter(redcoll_comm *c, const void *sendbuf, void *recvbuf, size_t count,
                                 redcoll_dtype dt, int root, redcoll_request **req) {
-  return enter(c, &(coll_args){.coll = REDCOLL_COLL_SCATTER, .sendbuf = sendbuf,
+  return enter_nb(c, &(coll_args){.coll = REDCOLL_COLL_SCATTER, .sendbuf = sendbuf,
                                .recvbuf = recvbuf, .count = count, .dt = dt, .root = root}, req);
 }
 
 REDCOLL_API int redcoll_iscan(redcoll_comm *c, const void *sendbuf, void *recvbuf, size_t count,
                              redcoll_dtype dt, const redcoll_op *op, redcoll_request **req) {
-  return enter(c, &(coll_args){.coll = REDCOLL_COLL_SCAN, .sendbuf = sendbuf, .recvbuf = recvbuf,
+  return enter_nb(c, &(coll_args){.coll = REDCOLL_COLL_SCAN, .sendbuf = sendbuf, .recvbuf = recvbuf,
                                .count = count, .dt = dt, .op = op}, req);
 }
 
 REDCOLL_API int redcoll_iexscan(redcoll_comm *c, const void *sendbuf, void *recvbuf, size_t count,
                                redcoll_dtype dt, const redcoll_op *op, redcoll_request **req) {
-  return enter(c, &(coll_args){.coll = REDCOLL_COLL_EXSCAN, .sendbuf = sendbuf,
+  return enter_nb(c, &(coll_args){.coll = REDCOLL_COLL_EXSCAN, .sendbuf = sendbuf,
                                .recvbuf = recvbuf, .count = count, .dt = dt, .op = op}, req);
 }
 
 REDCOLL_API int redcoll_iexscan_total(redcoll_comm *c, const void *sendbuf, void *recvbuf,
                                      void *total, size_t count, redcoll_dtype dt,
                                      const redcoll_op *op, redcoll_request **req) {
-  return enter(c, &(coll_args){.coll = REDCOLL_COLL_EXSCAN_TOTAL, .sendbuf = sendbuf,
+  return enter_nb(c, &(coll_args){.coll = REDCOLL_COLL_EXSCAN_TOTAL, .sendbuf = sendbuf,
                                .recvbuf = recvbuf, .count = count, .dt = dt, .op = op,
                                .total = total}, req);
 }
 
 REDCOLL_API int redcoll_ialltoall(redcoll_comm *c, const void *sendbuf, void *recvbuf, size_t count,
                                  redcoll_dtype dt, redcoll_request **req) {
-  return enter(c, &(coll_args){.coll = REDCOLL_COLL_ALLTOALL, .sendbuf = sendbuf,
+  return enter_nb(c, &(coll_args){.coll = REDCOLL_COLL_ALLTOALL, .sendbuf = sendbuf,
                                .recvbuf = recvbuf, .count = count, .dt = dt}, req);
 }
 
 REDCOLL_API int redcoll_ialltoallv(redcoll_comm *c, const void *sendbuf, const size_t *sendcounts,
                                   const size_t *sdispls, void *recvbuf, const size_t *recvcounts,
                                   const size_t *rdispls, redcoll_dtype dt, redcoll_request **req) {
-  return enter(c, &(coll_args){.coll = REDCOLL_COLL_ALLTOALLV, .sendbuf = sendbuf,
+  return enter_nb(c, &(coll_args){.coll = REDCOLL_COLL_ALLTOALLV, .sendbuf = sendbuf,
                                .recvbuf = recvbuf, .counts = sendcounts, .displs = sdispls,
                                .rcounts = recvcounts, .rdispls = rdispls, .dt = dt}, req);
 }
@@ -617,7 +652,7 @@ REDCOLL_API int redcoll_ialltoallv(redcoll_comm *c, const void *sendbuf, const s
 REDCOLL_API int redcoll_igatherv(redcoll_comm *c, const void *sendbuf, size_t sendcount,
                                 void *recvbuf, const size_t *recvcounts, const size_t *displs,
                                 redcoll_dtype dt, int root, redcoll_request **req) {
-  return enter(c, &(coll_args){.coll = REDCOLL_COLL_GATHERV, .sendbuf = sendbuf,
+  return enter_nb(c, &(coll_args){.coll = REDCOLL_COLL_GATHERV, .sendbuf = sendbuf,
                                .recvbuf = recvbuf, .count = sendcount, .counts = recvcounts,
                                .displs = displs, .dt = dt, .root = root}, req);
 }
@@ -625,7 +660,7 @@ REDCOLL_API int redcoll_igatherv(redcoll_comm *c, const void *sendbuf, size_t se
 REDCOLL_API int redcoll_iscatterv(redcoll_comm *c, const void *sendbuf, const size_t *sendcounts,
                                  const size_t *displs, void *recvbuf, size_t recvcount,
                                  redcoll_dtype dt, int root, redcoll_request **req) {
-  return enter(c, &(coll_args){.coll = REDCOLL_COLL_SCATTERV, .sendbuf = sendbuf,
+  return enter_nb(c, &(coll_args){.coll = REDCOLL_COLL_SCATTERV, .sendbuf = sendbuf,
                                .recvbuf = recvbuf, .count = recvcount, .counts = sendcounts,
                                .displs = displs, .dt = dt, .root = root}, req);
 }
@@ -633,7 +668,7 @@ REDCOLL_API int redcoll_iscatterv(redcoll_comm *c, const void *sendbuf, const si
 REDCOLL_API int redcoll_iallgatherv_displs(redcoll_comm *c, const void *sendbuf, size_t sendcount,
                                           void *recvbuf, const size_t *recvcounts,
                                           const size_t *displs, redcoll_dtype dt, redcoll_request **req) {
-  return enter(c, &(coll_args){.coll = REDCOLL_COLL_ALLGATHERV_DISPLS, .sendbuf = sendbuf,
+  return enter_nb(c, &(coll_args){.coll = REDCOLL_COLL_ALLGATHERV_DISPLS, .sendbuf = sendbuf,
                                .recvbuf = recvbuf, .count = sendcount, .counts = recvcounts,
                                .displs = displs, .dt = dt}, req);
 }

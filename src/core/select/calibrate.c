@@ -228,10 +228,13 @@ int redcoll__calibrate(redcoll_comm *c) {
   redcoll__comm_start_deadline(c);
   c->cur = NULL;
   double agreed[CAL_TERMS];
+  c->calibrating = 1;
   rc = measure(c, agreed);
   /* Every rank the same model: the slowest rank's numbers. */
   if (rc == REDCOLL_OK) rc = agree_max(c, agreed);
-  if (rc != REDCOLL_OK) return redcoll__fail(c, rc);
+  if (rc != REDCOLL_OK) rc = redcoll__fail(c, rc);
+  c->calibrating = 0;
+  if (rc != REDCOLL_OK) return rc;
   if (c->cost_state != 2) {
     c->cost_alpha = agreed[0];
     c->cost_beta = agreed[1];

@@ -53,8 +53,11 @@ static const redcoll_transport_ops tcp_ops;
 
 /* How long a wait that ends with a peer lost without its BYE listens for a
  * better reason (a CANCEL, a failed authentication): a lost connection is
- * often the echo of an abort elsewhere. */
-#define ABORT_GRACE_MS 1000
+ * often the echo of an abort elsewhere (a rank that gave up, told everyone
+ * and exited; its CANCEL to this rank may come a little after another
+ * rank's connection ends).  Short, since a peer's exit must be noticed at
+ * once, and never past the wait's own end. */
+#define ABORT_GRACE_MS 50
 
 typedef struct wait_set {
   redcoll__tcp_send *s;
@@ -150,8 +153,18 @@ static int over_status(redcoll__tcp *t, const wait_set *w) {
 /* A peer lost without its BYE: a CANCEL on its way may say why (within
  * ABORT_GRACE_MS). */
 static int lost_unexplained(redcoll__tcp *t, const wait_set *w, int rc) {
-  return rc == REDCOLL_ETRANSPORT && ((w->r != NULL && !t->peers[w->r->src].said_bye) ||
-                                      (w->s != NULL && !t->peers[w->s->dst].said_bye));
+  /* Only the peer whose operation failed: a healthy peer this rank was
+   * sending to says no BYE either. */
+  return rc == REDCOLL_ETRANSPORT && t->size > 2 && /* (at p = 2 nobody else could say why) */
+         ((w->r != NULL && w->r->status == REDCOLL_ETRANSPORT && !t->peers[w->r->src].said_bye) ||
+          (w->s != NULL && w->s->status == REDCOLL_ETRANSPORT && !t->peers[w->s->dst].said_bye));
+}
+
+/* The end of the grace for a wait that ended now: ABORT_GRACE_MS, but not
+ * past until (the wait's timeout or deadline). */
+static uint64_t grace_end(uint64_t now, uint64_t until) {
+  uint64_t g = now + ABORT_GRACE_MS * 1000000ull;
+  return g < until ? g : until;
 }
 
 /* The better reason, if one came, for a wait that ended with rc. */
@@ -207,7 +220,7 @@ static int wait_for(redcoll__tcp *t, wait_set *w, const char *what, int peer, ui
   withdraw(t, w, 1);
   /* A peer lost without its BYE: a CANCEL on its way may say why. */
   if (lost_unexplained(t, w, rc)) {
-    redcoll__tcp_progress(t, explained, w, uv_hrtime() + ABORT_GRACE_MS * 1000000ull);
+    redcoll__tcp_progress(t, explained, w, grace_end(uv_hrtime(), until));
     rc = better_reason(t, w, rc);
   }
   return rc;
@@ -407,8 +420,8 @@ static int pop_over(redcoll__tcp *t, redcoll__tcp_pop *o, uint64_t now) {
   }
   withdraw(t, &o->w, 0);
   o->status = rc;
-  if (lost_unexplained(t, &o->w, rc)) {
-    o->grace = now + ABORT_GRACE_MS * 1000000ull;
+  if (lost_unexplained(t, &o->w, rc) && now < o->until) {
+    o->grace = grace_end(now, o->until);
     return 0;
   }
   return 1;
