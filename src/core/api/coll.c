@@ -563,7 +563,8 @@ REDCOLL_API int redcoll_iallreduce(redcoll_comm *c, const void *sendbuf, void *r
 
 REDCOLL_API int redcoll_ireduce(redcoll_comm *c, const void *sendbuf, void *recvbuf, size_t count,
                                redcoll_dtype dt, const redcoll_op *op, int root, redcoll_request **req) {
-  return enter_nb(c, &(coll_args){.coll = REDCOLL_COLL_REDUCE, .sendbuf = sendbuf, .recvbuf = recvbuf,
+  return enter_nb(c, &(coll_args){.coll = REDCOLL_COLL_REDUCE, .sendbuf = sendbuf,
+                                  .recvbuf = recvbuf,
                                .count = count, .dt = dt, .op = op, .root = root}, req);
 }
 
