@@ -2,6 +2,9 @@
  * Faults on the TCP transport, with every rank a process (tcp_runner.h,
  * which also fails a rank that leaks file descriptors, or memory under
  * AddressSanitizer):
+ *   stop_nb  the same with requests started before the stop: the stopped
+ *            rank, continued, gets REDCOLL_EABORTED for every one of them
+ *            (the abort waiting in its sockets wins over its timeouts);
  *   stop     one rank is stopped (SIGSTOP) in the middle of a stream of
  *            allreduces: the others return REDCOLL_ETIMEDOUT (or
  *            REDCOLL_EABORTED, told by the one that timed out) shortly after
@@ -145,6 +148,52 @@ static int rank_stop(redcoll_comm *c, void *arg) {
   /* The expected failures are this test's success. */
   if (me == p - 1) return rc != REDCOLL_OK ? REDCOLL_OK : REDCOLL_EINVAL;
   return rc == REDCOLL_ETIMEDOUT || rc == REDCOLL_EABORTED ? REDCOLL_OK : rc;
+}
+
+/* The same with requests: every rank starts four iallreduces, the last
+ * rank stops before it waits for them; the others time out (or are
+ * aborted by the one that did), and rank 0 then continues the stopped one,
+ * whose requests must all end with REDCOLL_EABORTED: the abort is in its
+ * sockets by then, and it wins over the timeouts its exchanges passed
+ * while it stood still. */
+static int rank_stop_nb(redcoll_comm *c, void *arg) {
+  shared *sh = arg;
+  int me = redcoll_comm_rank(c), p = redcoll_comm_size(c);
+  sh->pid[me] = getpid();
+  CHECK_INT(redcoll_tcp_comm_set_wait_timeout(c, 500), REDCOLL_OK);
+  size_t n = 4096;
+  int64_t *in = malloc(n * sizeof *in), *out = malloc(4 * n * sizeof *out);
+  if (in == NULL || out == NULL) return REDCOLL_ENOMEM;
+  for (size_t i = 0; i < n; i++) in[i] = val(me, i);
+  int rc = redcoll_allreduce(c, in, out, n, REDCOLL_INT64, REDCOLL_SUM); /* calibrates */
+  redcoll_request *req[4] = {NULL, NULL, NULL, NULL};
+  for (int k = 0; k < 4 && rc == REDCOLL_OK; k++)
+    rc = redcoll_iallreduce(c, in, out + (size_t)k * n, n, REDCOLL_INT64, REDCOLL_SUM, &req[k]);
+  if (rc != REDCOLL_OK) return rc;
+  if (me == p - 1) {
+    sh->t[15] = now_s();
+    raise(SIGSTOP); /* until rank 0 continues it */
+  }
+  int all = REDCOLL_OK, st[4];
+  for (int k = 0; k < 4; k++) {
+    st[k] = redcoll_wait(req[k]);
+    if (all == REDCOLL_OK) all = st[k];
+  }
+  sh->t[me] = now_s();
+  sh->st[me] = all;
+  if (me == 0) {
+    sleep_ms(200); /* everybody else has given up by now */
+    kill(sh->pid[p - 1], SIGCONT);
+  }
+  free(in);
+  free(out);
+  if (me == p - 1) {
+    for (int k = 0; k < 4; k++)
+      CHECK_MSG(st[k] == REDCOLL_EABORTED, "stopped rank, request %d: %s", k,
+                redcoll_status_name(st[k]));
+    return REDCOLL_OK;
+  }
+  return all == REDCOLL_ETIMEDOUT || all == REDCOLL_EABORTED ? REDCOLL_OK : all;
 }
 
 /* ---- stranger: clients that are not ranks -------------------------------- */
@@ -642,6 +691,19 @@ int main(int argc, char **argv) {
       CHECK(timed_out >= 1);
       CHECK_MSG(logged >= 1, "no rank logged its timeout");
       if (p == 2) CHECK_MSG(named >= 1, "the log does not name rank %d", p - 1);
+    }
+  }
+  if (want(argc, argv, "stop_nb")) {
+    for (int p = 2; p <= 3; p++) {
+      memset(sh, 0, sizeof *sh);
+      memset(&o, 0, sizeof o);
+      o.deadline_s = 60;
+      int rc = tcp_run_opts_run(p, rank_stop_nb, sh, &o);
+      CHECK_MSG(rc == REDCOLL_OK, "stop_nb on %d ranks: %s", p, redcoll_status_name(rc));
+      for (int r = 0; r < p - 1; r++) {
+        double took = sh->t[r] - sh->t[15];
+        CHECK_MSG(took >= 0.3 && took < 5.0, "rank %d gave up %.3f s after the stop", r, took);
+      }
     }
   }
   if (want(argc, argv, "exit")) {

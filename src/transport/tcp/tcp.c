@@ -58,6 +58,10 @@ static const redcoll_transport_ops tcp_ops;
  * rank's connection ends).  Short, since a peer's exit must be noticed at
  * once, and never past the wait's own end. */
 #define ABORT_GRACE_MS 50
+/* A posted exchange past its timeout first looks, for this long, at what
+ * came meanwhile: a rank that was stopped (SIGSTOP) and continued finds its
+ * peers' abort in its sockets, and the abort wins, as in a blocking call. */
+#define TIMEOUT_LOOK_NS 5000000ull
 
 typedef struct wait_set {
   redcoll__tcp_send *s;
@@ -390,8 +394,9 @@ typedef struct redcoll__tcp_pop {
   wait_set w;             /* w.s on the heap, w.r = &rx */
   redcoll__tcp_recv rx;
   uint64_t until;         /* the deadline or the wait bound, uv_hrtime ns */
-  uint64_t grace;         /* a lost peer: listening for a better reason until then */
+  uint64_t grace;         /* a lost peer, or a timeout: listening for a better reason until then */
   int by_deadline, peer, status;
+  int timed_out;          /* the grace is a timeout's: logged if no better reason comes */
   const char *what;
 } redcoll__tcp_pop;
 
@@ -407,14 +412,19 @@ static int pop_over(redcoll__tcp *t, redcoll__tcp_pop *o, uint64_t now) {
   if (o->grace != 0) {
     if (!explained(t, &o->w) && now < o->grace) return 0;
     o->status = better_reason(t, &o->w, o->status);
+    if (o->timed_out && o->status == REDCOLL_ETIMEDOUT)
+      log_timeout(t, &o->w, o->what, o->peer, o->by_deadline);
     return 1;
   }
   int rc;
   if (call_over(t, &o->w)) {
     rc = over_status(t, &o->w);
   } else if (now >= o->until) {
-    log_timeout(t, &o->w, o->what, o->peer, o->by_deadline);
-    rc = REDCOLL_ETIMEDOUT;
+    withdraw(t, &o->w, 0);
+    o->status = REDCOLL_ETIMEDOUT;
+    o->timed_out = 1;
+    o->grace = now + TIMEOUT_LOOK_NS; /* then logged, unless an abort came */
+    return 0;
   } else {
     return 0;
   }
