@@ -78,7 +78,7 @@ void redcoll__log(int level, const char *fmt, ...) {
   static const char *const names[] = {"error", "warn", "info", "debug"};
   /* The whole line in one write, so that lines of other threads and of
    * other processes on the same stream do not cut into it. */
-  char line[1024];
+  char line[4096];
   const char *name = names[level < 0 ? 0 : level > 3 ? 3 : level];
   int k = snprintf(line, sizeof line - 1, "redcoll %s: ", name);
   va_list ap;
