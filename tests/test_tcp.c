@@ -1456,9 +1456,10 @@ int main(int argc, char **argv) {
                 "rank %d: %s", r, redcoll_status_name(o.statuses[r]));
       CHECK_INT(sh->st[r], o.statuses[r]);
       /* At once: the lost connection, then at most the 50 ms a survivor
-       * listens for a better reason (it was a whole second, and a survivor
-       * also waited for a healthy peer's). */
-      CHECK_MSG(sh->t[r] - sh->kill_time < 0.8, "rank %d took %.2f s", r,
+       * listens for a better reason, on each hop (it was a whole second,
+       * and a survivor also waited for a healthy peer's); the bound leaves
+       * room for a loaded machine and stays below the old second. */
+      CHECK_MSG(sh->t[r] - sh->kill_time < 0.95, "rank %d took %.2f s", r,
                 sh->t[r] - sh->kill_time);
       direct += o.statuses[r] == REDCOLL_ETRANSPORT;
     }

@@ -166,13 +166,14 @@ static int rank_stop_nb(redcoll_comm *c, void *arg) {
   if (in == NULL || out == NULL) return REDCOLL_ENOMEM;
   for (size_t i = 0; i < n; i++) in[i] = val(me, i);
   int rc = redcoll_allreduce(c, in, out, n, REDCOLL_INT64, REDCOLL_SUM); /* calibrates */
+  if (me == p - 1) sh->t[15] = now_s();
   redcoll_request *req[4] = {NULL, NULL, NULL, NULL};
   for (int k = 0; k < 4 && rc == REDCOLL_OK; k++)
     rc = redcoll_iallreduce(c, in, out + (size_t)k * n, n, REDCOLL_INT64, REDCOLL_SUM, &req[k]);
   if (rc != REDCOLL_OK) return rc;
   if (me == p - 1) {
-    sh->t[15] = now_s();
     raise(SIGSTOP); /* until rank 0 continues it */
+    __atomic_store_n(&sh->done, 1, __ATOMIC_RELEASE); /* continued */
   }
   int all = REDCOLL_OK, st[4];
   for (int k = 0; k < 4; k++) {
@@ -183,7 +184,11 @@ static int rank_stop_nb(redcoll_comm *c, void *arg) {
   sh->st[me] = all;
   if (me == 0) {
     sleep_ms(200); /* everybody else has given up by now */
-    kill(sh->pid[p - 1], SIGCONT);
+    /* Again until it runs: a SIGCONT before its SIGSTOP would be lost. */
+    for (int i = 0; i < 600 && !__atomic_load_n(&sh->done, __ATOMIC_ACQUIRE); i++) {
+      kill(sh->pid[p - 1], SIGCONT);
+      sleep_ms(50);
+    }
   }
   free(in);
   free(out);

@@ -210,12 +210,21 @@ static const char *what_of(const redcoll_transport_msg *sm, const redcoll_transp
   return sm != NULL && rm != NULL ? "exchanging with" : sm != NULL ? "sending to" : "receiving from";
 }
 
+static void one_turn(redcoll__tcp *t);
+
 static int wait_for(redcoll__tcp *t, wait_set *w, const char *what, int peer, uint64_t deadline_ns) {
   int by_deadline;
   uint64_t until = wait_until(t, deadline_ns, &by_deadline);
   int rc = REDCOLL_OK;
   redcoll__tcp_kick(t);
-  if (!redcoll__tcp_progress(t, call_over, w, until)) {
+  int over = redcoll__tcp_progress(t, call_over, w, until);
+  if (!over && !t->ext && !t->leader) {
+    /* A last look at what came (a rank stopped in its wait, and continued
+     * past its end, finds its peers' abort, which wins). */
+    one_turn(t);
+    over = call_over(t, w);
+  }
+  if (!over) {
     log_timeout(t, w, what, peer, by_deadline);
     rc = REDCOLL_ETIMEDOUT;
   } else {
@@ -577,6 +586,16 @@ static int nb_ready(redcoll__tcp *t, void *arg) {
   return t->fin != NULL || t->gen != nw->gen || next_deadline(t) < nw->until;
 }
 
+/* One turn of the transport's own loop without waiting (t->mu held, no
+ * thread leading it). */
+static void one_turn(redcoll__tcp *t) {
+  t->leader = 1;
+  t->resumed = 0;
+  uv_run(t->loop, UV_RUN_NOWAIT);
+  t->leader = 0;
+  pthread_cond_broadcast(&t->cv);
+}
+
 static int tcp_progress(void *impl, uint64_t until_ns) {
   redcoll__tcp *t = impl;
   pthread_mutex_lock(&t->mu);
@@ -586,17 +605,16 @@ static int tcp_progress(void *impl, uint64_t until_ns) {
    * any call from inside a callback, only finishes what the loop did. */
   int may_run = !t->ext || (until_ns != 0 && !t->leader && !t->in_cb);
   if (until_ns == 0 || !may_run) {
-    if (may_run && !t->leader) {
-      t->leader = 1;
-      t->resumed = 0;
-      uv_run(t->loop, UV_RUN_NOWAIT);
-      t->leader = 0;
-      pthread_cond_broadcast(&t->cv);
-    }
+    if (may_run && !t->leader) one_turn(t);
     reap(t);
   } else {
     uint64_t d = next_deadline(t);
     nw.until = d < until_ns ? d : until_ns;
+    /* A deadline passed already (this rank was stopped, say): the loop
+     * first reads what came meanwhile, a peer's abort that wins over the
+     * timeout, before reap concludes it (the wait below checks its end
+     * before it runs the loop). */
+    if (!t->ext && !t->leader && nw.until <= uv_hrtime()) one_turn(t);
     redcoll__tcp_kick(t);
     redcoll__tcp_progress(t, nb_ready, &nw, nw.until);
     reap(t);
