@@ -58,10 +58,6 @@ static const redcoll_transport_ops tcp_ops;
  * rank's connection ends).  Short, since a peer's exit must be noticed at
  * once, and never past the wait's own end. */
 #define ABORT_GRACE_MS 50
-/* A posted exchange past its timeout first looks, for this long, at what
- * came meanwhile: a rank that was stopped (SIGSTOP) and continued finds its
- * peers' abort in its sockets, and the abort wins, as in a blocking call. */
-#define TIMEOUT_LOOK_NS 5000000ull
 
 typedef struct wait_set {
   redcoll__tcp_send *s;
@@ -210,21 +206,12 @@ static const char *what_of(const redcoll_transport_msg *sm, const redcoll_transp
   return sm != NULL && rm != NULL ? "exchanging with" : sm != NULL ? "sending to" : "receiving from";
 }
 
-static void one_turn(redcoll__tcp *t);
-
 static int wait_for(redcoll__tcp *t, wait_set *w, const char *what, int peer, uint64_t deadline_ns) {
   int by_deadline;
   uint64_t until = wait_until(t, deadline_ns, &by_deadline);
   int rc = REDCOLL_OK;
   redcoll__tcp_kick(t);
-  int over = redcoll__tcp_progress(t, call_over, w, until);
-  if (!over && !t->ext && !t->leader) {
-    /* A last look at what came (a rank stopped in its wait, and continued
-     * past its end, finds its peers' abort, which wins). */
-    one_turn(t);
-    over = call_over(t, w);
-  }
-  if (!over) {
+  if (!redcoll__tcp_progress(t, call_over, w, until)) {
     log_timeout(t, w, what, peer, by_deadline);
     rc = REDCOLL_ETIMEDOUT;
   } else {
@@ -403,9 +390,8 @@ typedef struct redcoll__tcp_pop {
   wait_set w;             /* w.s on the heap, w.r = &rx */
   redcoll__tcp_recv rx;
   uint64_t until;         /* the deadline or the wait bound, uv_hrtime ns */
-  uint64_t grace;         /* a lost peer, or a timeout: listening for a better reason until then */
+  uint64_t grace;         /* a lost peer: listening for a better reason until then */
   int by_deadline, peer, status;
-  int timed_out;          /* the grace is a timeout's: logged if no better reason comes */
   const char *what;
 } redcoll__tcp_pop;
 
@@ -421,19 +407,14 @@ static int pop_over(redcoll__tcp *t, redcoll__tcp_pop *o, uint64_t now) {
   if (o->grace != 0) {
     if (!explained(t, &o->w) && now < o->grace) return 0;
     o->status = better_reason(t, &o->w, o->status);
-    if (o->timed_out && o->status == REDCOLL_ETIMEDOUT)
-      log_timeout(t, &o->w, o->what, o->peer, o->by_deadline);
     return 1;
   }
   int rc;
   if (call_over(t, &o->w)) {
     rc = over_status(t, &o->w);
   } else if (now >= o->until) {
-    withdraw(t, &o->w, 0);
-    o->status = REDCOLL_ETIMEDOUT;
-    o->timed_out = 1;
-    o->grace = now + TIMEOUT_LOOK_NS; /* then logged, unless an abort came */
-    return 0;
+    log_timeout(t, &o->w, o->what, o->peer, o->by_deadline);
+    rc = REDCOLL_ETIMEDOUT;
   } else {
     return 0;
   }
@@ -586,16 +567,6 @@ static int nb_ready(redcoll__tcp *t, void *arg) {
   return t->fin != NULL || t->gen != nw->gen || next_deadline(t) < nw->until;
 }
 
-/* One turn of the transport's own loop without waiting (t->mu held, no
- * thread leading it). */
-static void one_turn(redcoll__tcp *t) {
-  t->leader = 1;
-  t->resumed = 0;
-  uv_run(t->loop, UV_RUN_NOWAIT);
-  t->leader = 0;
-  pthread_cond_broadcast(&t->cv);
-}
-
 static int tcp_progress(void *impl, uint64_t until_ns) {
   redcoll__tcp *t = impl;
   pthread_mutex_lock(&t->mu);
@@ -605,16 +576,11 @@ static int tcp_progress(void *impl, uint64_t until_ns) {
    * any call from inside a callback, only finishes what the loop did. */
   int may_run = !t->ext || (until_ns != 0 && !t->leader && !t->in_cb);
   if (until_ns == 0 || !may_run) {
-    if (may_run && !t->leader) one_turn(t);
+    if (may_run && !t->leader) redcoll__tcp_one_turn(t);
     reap(t);
   } else {
     uint64_t d = next_deadline(t);
     nw.until = d < until_ns ? d : until_ns;
-    /* A deadline passed already (this rank was stopped, say): the loop
-     * first reads what came meanwhile, a peer's abort that wins over the
-     * timeout, before reap concludes it (the wait below checks its end
-     * before it runs the loop). */
-    if (!t->ext && !t->leader && nw.until <= uv_hrtime()) one_turn(t);
     redcoll__tcp_kick(t);
     redcoll__tcp_progress(t, nb_ready, &nw, nw.until);
     reap(t);

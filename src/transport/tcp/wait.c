@@ -93,13 +93,26 @@ double redcoll__tcp_ranks_per_cpu(const redcoll__tcp *t) {
   return t->table_cpus > 0 ? (double)t->size / (double)t->table_cpus : 1;
 }
 
+void redcoll__tcp_one_turn(redcoll__tcp *t) {
+  t->leader = 1;
+  t->resumed = 0;
+  uv_run(t->loop, UV_RUN_NOWAIT);
+  t->leader = 0;
+  pthread_cond_broadcast(&t->cv);
+}
+
 int redcoll__tcp_progress(redcoll__tcp *t, int (*done)(redcoll__tcp *, void *), void *arg,
                           uint64_t deadline_ns) {
   uint64_t spin = redcoll__spin_ns(), spin_until = spin != 0 ? uv_hrtime() + spin : 0;
   uint64_t pause_until = uv_hrtime() + redcoll__spin_pause_ns(redcoll__tcp_ranks_per_cpu(t));
   int led = 0; /* this thread ran the loop last: the others must hear it is free */
+  int looked = 0; /* the turn after the deadline (wait.h) */
   for (;;) {
     uint64_t now = uv_hrtime();
+    if (now >= deadline_ns && !looked && !t->ext && !t->leader) {
+      looked = 1;
+      redcoll__tcp_one_turn(t);
+    }
     if (done(t, arg) || now >= deadline_ns) {
       if (led) pthread_cond_broadcast(&t->cv);
       return done(t, arg);
