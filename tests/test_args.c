@@ -492,13 +492,13 @@ static void refusals_logged(void) {
   CHECK(strstr(log, "redcoll error: rank 1: reduce count 16 dtype float64 root 9 refused: "
                     "REDCOLL_EINVAL (") != NULL);
   CHECK(strstr(log, "the root is not a rank of the communicator\n") != NULL);
-  CHECK(strstr(log, "rank 1: allreduce count 16 dtype int32 root 0 refused: REDCOLL_EINVAL") !=
-        NULL);
+  CHECK(strstr(log, "rank 1: allreduce count 16 dtype int32 refused: REDCOLL_EINVAL") != NULL);
   CHECK(strstr(log, "REDCOLL_IN_PLACE in a slot, or on a rank, where the collective has no "
                     "in-place form\n") != NULL);
-  CHECK(strstr(log, "rank 1: allreduce count 16 dtype float64 root 0 refused: REDCOLL_EINVAL "
+  CHECK(strstr(log, "rank 1: allreduce count 16 dtype float64 refused: REDCOLL_EINVAL "
                     "(invalid argument): the request's address is NULL\n") != NULL);
-  CHECK(strstr(log, "rank 1: barrier count 0 dtype ") != NULL);
+  CHECK(strstr(log, "rank 1: barrier refused: REDCOLL_EINVAL (invalid argument): the request's "
+                    "address is NULL\n") != NULL);
   CHECK(strstr(log, "a NULL buffer where there are elements to move\n") != NULL);
   /* One line each: five calls, five newlines. */
   int lines = 0;

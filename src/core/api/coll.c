@@ -1,6 +1,7 @@
 /* The public collectives: argument checks (before any communication), the
  * tag of the call, the choice of algorithm and the dispatch to it. */
 #include <stdint.h>
+#include <stdio.h>
 #include <time.h>
 
 #include "internal.h"
@@ -301,6 +302,7 @@ static int place_rule(int place, const void *send, const void *recv, const coll_
  * buffers, REDCOLL_IN_PLACE and the buffer rule.  Fills call and z. */
 static int check_buffers(const coll_args *a, redcoll__call *call, coll_sizes *z,
                          const char **why) {
+  static const char no_buffer[] = "a NULL buffer where there are elements to move";
   const coll_shape *sh = &shapes[a->coll];
   unsigned s = sh->flags;
   const redcoll_comm *c = call->comm;
@@ -317,7 +319,7 @@ static int check_buffers(const coll_args *a, redcoll__call *call, coll_sizes *z,
   void *recv = a->recvbuf;
   int use_send = z->in > 0 && (!(s & S_IN_AT_ROOT) || is_root);
   int use_recv = z->out > 0 && (!(s & S_OUT_AT_ROOT) || is_root);
-  *why = "a NULL buffer where there are elements to move";
+  *why = no_buffer;
   if ((use_send && send == NULL) || (use_recv && recv == NULL)) return REDCOLL_EINVAL;
   *why = "REDCOLL_IN_PLACE in a slot, or on a rank, where the collective has no in-place form";
   if (s & S_ONE_BUF) {
@@ -325,7 +327,7 @@ static int check_buffers(const coll_args *a, redcoll__call *call, coll_sizes *z,
     call->in_place = 1;
   } else {
     if ((rc = resolve_place(sh, is_root, z, &send, &recv)) != REDCOLL_OK) return rc;
-    *why = "a NULL buffer where there are elements to move";
+    *why = no_buffer;
     if ((use_send && send == NULL) || (use_recv && recv == NULL)) return REDCOLL_EINVAL;
     *why = "the send and receive buffers overlap other than in the in-place layout";
     if (both) {
@@ -381,10 +383,18 @@ static int one_rank(const redcoll__call *call, unsigned s, const coll_sizes *z) 
 /* A call refused before anything was sent (EINVAL, ENOTSUP): one error line
  * naming the rank, the call and the reason; the communicator stays usable. */
 static int refused(const redcoll_comm *c, const coll_args *a, int rc, const char *why) {
+  unsigned s = shapes[a->coll].flags;
   const char *dt = redcoll_dtype_name(a->dt);
-  redcoll__log(0, "rank %d: %s count %zu dtype %s root %d refused: %s (%s): %s", c->rank,
-               redcoll_coll_name(a->coll), a->count, dt ? dt : "?", a->root,
-               redcoll_status_name(rc), redcoll_strerror(rc), why ? why : "invalid argument");
+  char what[128];
+  size_t k = (size_t)snprintf(what, sizeof what, "%s", redcoll_coll_name(a->coll));
+  /* Only what the call has: no count where counts are given instead. */
+  if (!(s & S_NO_BUF) && (a->counts == NULL || a->count > 0) && k < sizeof what)
+    k += (size_t)snprintf(what + k, sizeof what - k, " count %zu", a->count);
+  if (!(s & S_NO_BUF) && k < sizeof what)
+    k += (size_t)snprintf(what + k, sizeof what - k, " dtype %s", dt ? dt : "?");
+  if ((s & S_ROOTED) && k < sizeof what) snprintf(what + k, sizeof what - k, " root %d", a->root);
+  redcoll__log(0, "rank %d: %s refused: %s (%s): %s", c->rank, what, redcoll_status_name(rc),
+               redcoll_strerror(rc), why ? why : "invalid argument");
   return rc;
 }
 
@@ -427,8 +437,8 @@ static int enter(redcoll_comm *c, const coll_args *a, redcoll_request **req) {
  * make a blocking call of it). */
 static int enter_nb(redcoll_comm *c, const coll_args *a, redcoll_request **req) {
   if (req == NULL) {
-    if (check_comm(c) != REDCOLL_OK) return c == NULL ? REDCOLL_EINVAL : check_comm(c);
-    return refused(c, a, REDCOLL_EINVAL, "the request's address is NULL");
+    int rc = check_comm(c); /* (EINVAL for c NULL) */
+    return rc != REDCOLL_OK ? rc : refused(c, a, REDCOLL_EINVAL, "the request's address is NULL");
   }
   return enter(c, a, req);
 }
