@@ -16,7 +16,8 @@ rank per core as bench/peers/run.py does) as "ompi".
 
 A point's value is the median over the rounds of each run's median.  The
 plain program's value per size is its best setting's (the smallest median
-over the socket-buffer settings and both ways of waiting), and the ratio printed is redcoll / that best: below 1 redcoll is faster.
+over the socket-buffer settings and both ways of waiting), and the ratio
+printed is redcoll / that best: below 1 redcoll is faster.
 The load average before and after the run is printed too.
 
     bench/bench_p2p.py --build build [--oneway] [--rounds 5] [--iters 20]
