@@ -15,6 +15,7 @@
 #include "redcoll/redcoll.h"
 #include "redcoll/threads.h"
 #include "test.h"
+#include "disagree.h"
 
 #define MAXP 9
 
@@ -450,6 +451,32 @@ static int body_threads(redcoll_comm *c, void *arg) {
   return rc;
 }
 
+/* ---- ranks that disagree where their messages may never meet --------- */
+
+/* disagree.h's calls: a kept message of the same collective number with
+ * another call fails the receive with REDCOLL_EMISMATCH, the others are
+ * aborted, none waits for the timeout (a minute here). */
+static int disagree_mode;
+static size_t disagree_n;
+static int disagree_next[MAXP];
+
+static int body_disagree(world *w, int r, redcoll_comm *c) {
+  (void)w;
+  int rc = disagree_call(c, disagree_mode, disagree_n);
+  disagree_next[r] = redcoll_barrier(c);
+  return rc;
+}
+
+static void disagree(void) {
+  static world w;
+  for (int p = 3; p <= 7; p += 2)
+    for (disagree_mode = 0; disagree_mode < DISAGREE_MODES; disagree_mode++)
+      for (disagree_n = 1; disagree_n <= 1000; disagree_n *= 1000) {
+        CHECK_INT(run_world(&w, p, 60000, body_disagree), REDCOLL_OK);
+        disagree_check(p, disagree_mode, disagree_n, w.status, disagree_next, 1);
+      }
+}
+
 static void blocking_transport_runs_at_once(void) {
   CHECK_INT(redcoll_threads_run(5, body_threads, NULL), REDCOLL_OK);
 }
@@ -476,5 +503,5 @@ static void bad_arguments(void) {
 
 TEST_MAIN(TEST(blocking_collectives), TEST(nonblocking_many), TEST(fault_mute_and_junk),
           TEST(fault_peer_lost), TEST(progress_thread), TEST(send_finishes_in_post),
-          TEST(blocking_transport_runs_at_once),
+          TEST(blocking_transport_runs_at_once), TEST(disagree),
           TEST(bad_arguments))

@@ -23,6 +23,12 @@
  *            the others came, and one never initialised: a new job with the
  *            name runs, and leaves nothing in /dev/shm.
  *   two_jobs          two jobs of 4 ranks on this host at once.
+ *   disagree          ranks that disagree where their messages may never
+ *            meet (rank 0 allreduce on float32, the others on int32; rank 0
+ *            bcast, the others allreduce; rank 1 barrier, the others
+ *            allreduce), p = 3, 5, 7: REDCOLL_EMISMATCH on a rank that
+ *            holds a message of the same collective number with another
+ *            call, REDCOLL_EABORTED on the others, none at the timeout.
  *   name_in_use       a second job given a name a live job is using is
  *            refused (REDCOLL_EINVAL); the first job goes on.
  *   create_timeout    a rank that never comes: the others' creation fails
@@ -36,6 +42,7 @@
 #include <sys/uio.h>
 
 #include "test.h"
+#include "disagree.h"
 #include "shm_runner.h"
 #include "../src/transport/shm/shm_int.h"
 #ifdef REDCOLL_TEST_TCP
@@ -354,6 +361,39 @@ static void stale_name(void) {
   o.name = name;
   CHECK_INT(shm_run_opts_run(3, small_rank, NULL, &o), REDCOLL_OK);
   CHECK(!shm_run_name_exists(name));
+}
+
+/* disagree (disagree.h): mode and count in, each rank's status and that of
+ * a barrier after it out. */
+typedef struct disagree_out {
+  int mode;
+  size_t n;
+  int st[8], next[8];
+} disagree_out;
+
+static int disagree_rank(redcoll_comm *c, void *arg) {
+  disagree_out *o = arg;
+  int r = redcoll_comm_rank(c);
+  o->st[r] = disagree_call(c, o->mode, o->n);
+  o->next[r] = redcoll_barrier(c);
+  return REDCOLL_OK;
+}
+
+static void disagree(void) {
+  disagree_out *o = shared_new(sizeof *o);
+  /* A wait for the timeout would show as REDCOLL_ETIMEDOUT. */
+  CHECK_INT(setenv("REDCOLL_TIMEOUT_MS", "60000", 1), 0);
+  for (int p = 3; p <= 7; p += 2)
+    for (int mode = 0; mode < DISAGREE_MODES; mode++)
+      for (size_t n = 1; n <= 1000; n *= 1000) {
+        memset(o, 0, sizeof *o);
+        o->mode = mode;
+        o->n = n;
+        CHECK_INT(shm_run(p, disagree_rank, o), REDCOLL_OK);
+        disagree_check(p, mode, n, o->st, o->next, 1);
+      }
+  unsetenv("REDCOLL_TIMEOUT_MS");
+  munmap(o, sizeof *o);
 }
 
 static void two_jobs(void) {
@@ -778,6 +818,6 @@ static void ranks_per_cpu(void) {
 }
 
 TEST_MAIN(TEST(ranks_per_cpu), TEST(shm_cpus), TEST(colls_cma), TEST(colls_queue), TEST(comms), TEST(kill9), TEST(sigstop),
-          TEST(stale_name), TEST(two_jobs), TEST(name_in_use), TEST(create_timeout),
+          TEST(stale_name), TEST(two_jobs), TEST(disagree), TEST(name_in_use), TEST(create_timeout),
           TEST(from_env), TEST(bad_config), TEST(tcp_hosts), TEST(tcp_hosts_comms),
           TEST(tcp_hosts_kill), TEST(tcp_hosts_cpus))

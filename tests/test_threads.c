@@ -30,6 +30,7 @@
 #include "raw.h"
 #include "redcoll/threads.h"
 #include "test.h"
+#include "disagree.h"
 
 #define MAXP 16
 
@@ -591,6 +592,36 @@ static int disagree_rank(redcoll_comm *c, void *vp) {
   return redcoll_allreduce(c, in, out, count, REDCOLL_FLOAT64, REDCOLL_SUM);
 }
 
+/* Ranks that disagree where their messages may never meet (disagree.h):
+ * a send waiting for a rank that waits in the same collective number with
+ * another call ends both with REDCOLL_EMISMATCH, never at the timeout. */
+typedef struct disagree_arg {
+  int mode;
+  size_t n;
+  int next[8]; /* the status of a barrier after it, per rank */
+} disagree_arg;
+
+static int disagree_call_rank(redcoll_comm *c, void *vp) {
+  disagree_arg *a = vp;
+  int rc = disagree_call(c, a->mode, a->n);
+  a->next[redcoll_comm_rank(c)] = redcoll_barrier(c);
+  return rc;
+}
+
+static void test_disagree_calls(void) {
+  redcoll_threads_config cfg;
+  redcoll_threads_config_init(&cfg);
+  cfg.wait_timeout_ms = 60000;
+  for (int p = 3; p <= 7; p += 2)
+    for (int mode = 0; mode < DISAGREE_MODES; mode++)
+      for (size_t n = 1; n <= 1000; n *= 1000) {
+        disagree_arg a = {mode, n, {0}};
+        int st[8];
+        redcoll_threads_run_config(p, &cfg, disagree_call_rank, &a, st);
+        disagree_check(p, mode, n, st, a.next, 0);
+      }
+}
+
 static int ok_rank(redcoll_comm *c, void *vp) {
   (void)c;
   (void)vp;
@@ -632,7 +663,8 @@ int main(int argc, char **argv) {
   CHECK_INT(redcoll_op_create(mat_fn, sizeof(mat2), 0, NULL, &noncomm_op), REDCOLL_OK);
   static const test_case cases[] = {TEST(test_world_own_threads), TEST(test_timeout),
                                     TEST(test_gone), TEST(test_mismatch_writes_nothing),
-                                    TEST(test_runner), TEST(matrix)};
+                                    TEST(test_runner), TEST(test_disagree_calls),
+                                    TEST(matrix)};
   int rc = test_main(cases, sizeof cases / sizeof cases[0], argc, argv);
   redcoll_op_destroy(noncomm_op);
   return rc;

@@ -147,10 +147,28 @@ typedef struct redcoll_transport_ctx {
  * receive from peer. */
 typedef struct redcoll_transport_msg {
   int peer;      /* never the caller's own rank */
-  uint64_t tag;  /* the collective's tag */
+  uint64_t tag;  /* the collective's tag (below) */
   void *buf;     /* const for the sent side: never written */
   size_t len;    /* may be 0 */
 } redcoll_transport_msg;
+
+/* The tags of a collective's messages (ctx.collective not 0): bits 63..40
+ * hold the collective's number on its communicator (modulo 2^24), bits
+ * 39..4 a hash of the call (collective, count, dtype, operator, root) and
+ * bits 3..0 the phase of a two-level collective (0 for the others).  A
+ * message sent with a tag must meet a receive with the same tag; that is
+ * all a transport has to check.  A transport that keeps messages which
+ * came before their receive can also catch ranks that disagree where
+ * their messages never meet: a receive of one channel, inside a
+ * collective, and a message from any peer on that channel whose tags say
+ * the same collective number but another call (this function returns 1)
+ * cannot both be right.  Failing the receive with REDCOLL_EMISMATCH then
+ * ends at once what would otherwise wait for the timeout.  The tags of
+ * point-to-point messages (redcoll_send) never count as such a conflict. */
+static inline int redcoll_transport_tags_conflict(uint64_t a, uint64_t b) {
+  const uint64_t call = ((uint64_t)1 << 40) - 16;
+  return (a >> 40) == (b >> 40) && (a >> 40) != 0x703270u && ((a ^ b) & call) != 0;
+}
 
 /* One posted exchange (version 4).  The core fills done and user, zeroes
  * the rest and keeps the op, its messages' buffers and its peers' messages

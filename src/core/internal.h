@@ -306,9 +306,11 @@ void redcoll__copy(redcoll_comm *c, void *dst, const void *src, size_t bytes);
  * 0; buffer 1 is for the few that document a second one. */
 void *redcoll__scratch(redcoll_comm *c, int which, size_t bytes);
 
-/* The 64-bit tag of a collective call: folds the sequence number (high 24
- * bits, readable in logs) and a hash of collective, count, dtype, op and
- * root (low 40 bits). */
+/* The 64-bit tag of a collective call (layout in redcoll/transport.h):
+ * the sequence number (high 24 bits, readable in logs), a hash of
+ * collective, count, dtype, op and root (36 bits), phase 0 (low 4 bits;
+ * a two-level collective's phases set them).  The core's point-to-point
+ * tags have 0x703270 where the number goes (api/p2p.c). */
 uint64_t redcoll__make_tag(uint64_t seq, redcoll_coll coll, uint64_t count, redcoll_dtype dt,
                            const redcoll_op *op, int root);
 

@@ -352,5 +352,5 @@ uint64_t redcoll__make_tag(uint64_t seq, redcoll_coll coll, uint64_t count, redc
     h = redcoll__mix64(h ^ ((uint64_t)op->elem_size << 1 | (uint64_t)(op->commutative != 0)));
   }
   h = redcoll__mix64(h ^ (uint64_t)(int64_t)root);
-  return (seq & 0xffffffULL) << 40 | (h & 0xffffffffffULL);
+  return (seq & 0xffffffULL) << 40 | (h & 0xfffffffff0ULL); /* phase 0 */
 }

@@ -100,6 +100,11 @@ typedef struct push {
   uint64_t gen;               /* bumped after done calls finished outside
                                * a progress that waits */
   int aborted;                /* the transport's status once aborted */
+  /* The tag and channel of the last receive queued inside a collective
+   * (cur_set): a message kept on that channel is checked against it
+   * (redcoll_transport_tags_conflict). */
+  uint64_t cur_tag, cur_chan;
+  int cur_set;
 } push;
 
 static const redcoll_transport_ops push_ops;
@@ -212,6 +217,7 @@ static int in_group(const pop *o, const void *arg) {
   return o->chan - o->chan % REDCOLL_TRANSPORT_CHANNEL_GROUP == base;
 }
 static int from_peer(const pop *o, const void *arg) { return o->src == *(const int *)arg; }
+static int on_chan(const pop *o, const void *arg) { return o->chan == *(const uint64_t *)arg; }
 typedef struct group_peer {
   uint64_t base;
   int peer;
@@ -318,9 +324,39 @@ static int has_kept(push *t, int peer, uint64_t chan) {
   return c != NULL && c->kh != NULL;
 }
 
-/* Registers o's receive: matched at once against a kept message (1), or
- * queued (0); -1 if memory is short. */
-static int recv_start(push *t, pop *o, uint64_t now, uint64_t deadline) {
+/* Rank src's message with tag ftag on chan and this rank's receive there
+ * with tag rtag say the same collective number and another call. */
+static void log_conflict(push *t, int src, uint64_t chan, uint64_t ftag, uint64_t rtag) {
+  redcoll__log(0, "push rank %d: rank %d sent tag %#llx on channel %llu, and this rank "
+                  "receives there with tag %#llx: the same collective (#%llu), another call "
+                  "(collective, count, dtype, op or root)", t->rank, src,
+               (unsigned long long)ftag, (unsigned long long)chan, (unsigned long long)rtag,
+               (unsigned long long)(rtag >> 40));
+}
+
+/* A receive o inside a collective with a tag not seen last: the messages
+ * kept on its channel from every peer are checked against it; 1 if one
+ * conflicts (the ranks disagree where their messages may never meet). */
+static int enter(push *t, const pop *o) {
+  if (t->cur_set && t->cur_tag == o->tag && t->cur_chan == o->chan) return 0;
+  t->cur_tag = o->tag;
+  t->cur_chan = o->chan;
+  t->cur_set = 1;
+  for (int q = 0; q < t->size; q++) {
+    pchan *c = q == t->rank || t->peers[q].kept_bytes == 0 ? NULL : chan_of(t, q, o->chan, 0);
+    for (const kept *k = c != NULL ? c->kh : NULL; k != NULL; k = k->next)
+      if (redcoll_transport_tags_conflict(k->tag, o->tag)) {
+        log_conflict(t, q, o->chan, k->tag, o->tag);
+        return 1;
+      }
+  }
+  return 0;
+}
+
+/* Registers o's receive (coll: inside a collective): matched at once
+ * against a kept message (1), failed at once by a conflicting one (1, with
+ * REDCOLL_EMISMATCH), or queued (0); -1 if memory is short. */
+static int recv_start(push *t, pop *o, int coll, uint64_t now, uint64_t deadline) {
   pchan *c = chan_of(t, o->src, o->chan, 1);
   if (c == NULL) return -1;
   kept *k = c->kh;
@@ -330,6 +366,10 @@ static int recv_start(push *t, pop *o, uint64_t now, uint64_t deadline) {
     t->peers[o->src].kept_bytes -= k->len + PUSH_MSG_COST;
     o->status = land(o, k->tag, k->data, k->len);
     free(k);
+    return 1;
+  }
+  if (coll && enter(t, o)) {
+    o->status = REDCOLL_EMISMATCH;
     return 1;
   }
   uint64_t bound = t->wait_ns == UINT64_MAX || now > UINT64_MAX - t->wait_ns ? UINT64_MAX
@@ -398,7 +438,8 @@ static int start(push *t, const redcoll_transport_ctx *ctx, const redcoll_transp
   if (rc == REDCOLL_OK && !has_kept(t, recv->peer, ctx->channel) &&
       peer_gone(t, ctx->channel, recv->peer))
     rc = REDCOLL_ETRANSPORT;
-  int m = rc == REDCOLL_OK ? recv_start(t, o, now_ns(), ctx->deadline_ns) : 1;
+  int m = rc == REDCOLL_OK ? recv_start(t, o, ctx->collective != 0, now_ns(), ctx->deadline_ns)
+                           : 1;
   pthread_mutex_unlock(&t->mu);
   if (rc != REDCOLL_OK) return rc;
   if (m < 0) return REDCOLL_ENOMEM;
@@ -685,6 +726,14 @@ static void deliver_data(push *t, int src, const push_frame *f, pop **dh, pop **
   else c->kh = k;
   c->kt = k;
   pp->kept_bytes += f->len + PUSH_MSG_COST;
+  if (t->cur_set && f->chan == t->cur_chan && redcoll_transport_tags_conflict(f->tag, t->cur_tag)) {
+    /* The receives waiting on that channel cannot both be right; one
+     * posted later (the collective may be between two of them) looks at
+     * the kept messages again and finds this one. */
+    log_conflict(t, src, f->chan, f->tag, t->cur_tag);
+    fail_where(t, REDCOLL_EMISMATCH, on_chan, &f->chan);
+    t->cur_set = 0;
+  }
 }
 
 REDCOLL_API int redcoll_push_deliver(redcoll_comm *comm, int src, const void *msg, size_t len) {

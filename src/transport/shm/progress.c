@@ -135,6 +135,39 @@ static void unlink_posted(shm_peer *ps, shm_op *op) {
     }
 }
 
+/* Rank s's message with tag ftag on channel chan and this rank's receive
+ * there with tag rtag say the same collective number and another call. */
+static void log_conflict(shm_impl *t, int s, uint64_t chan, uint64_t ftag, uint64_t rtag) {
+  redcoll__log(0, "shm rank %d: rank %d sent tag %#llx on channel %llu, and this rank receives "
+                  "there with tag %#llx: the same collective (#%llu), another call "
+                  "(collective, count, dtype, op or root)", REDCOLL__SHM_WR(t, t->rank),
+               REDCOLL__SHM_WR(t, s), (unsigned long long)ftag, (unsigned long long)chan,
+               (unsigned long long)rtag, (unsigned long long)(rtag >> 40));
+}
+
+/* Frame f from s is kept: if it conflicts with the last receive posted
+ * inside a collective on its channel, every receive posted there fails
+ * with REDCOLL_EMISMATCH (the ranks disagree where their messages may
+ * never meet), and one posted later (the collective may be between two
+ * receives) looks at the kept messages again and finds f. */
+static void check_kept(shm_impl *t, int s, const shm_frame *f) {
+  if (!t->cur_set || f->channel != t->cur_chan ||
+      !redcoll_transport_tags_conflict(f->tag, t->cur_tag))
+    return;
+  log_conflict(t, s, f->channel, f->tag, t->cur_tag);
+  for (int q = 0; q < t->size; q++) {
+    if (q == t->rank) continue;
+    shm_peer *pq = &t->peers[q];
+    for (shm_op *op = pq->posted, *next; op != NULL; op = next) {
+      next = op->next;
+      if (op->channel != f->channel) continue;
+      unlink_posted(pq, op);
+      finish(op, REDCOLL_EMISMATCH);
+    }
+  }
+  t->cur_set = 0;
+}
+
 /* A frame has been read from s. */
 static void dispatch(shm_impl *t, int s, shm_peer *ps) {
   const shm_frame *f = &ps->in_f;
@@ -179,6 +212,7 @@ static void dispatch(shm_impl *t, int s, shm_peer *ps) {
   }
   u->f = *f;
   u->data = data;
+  check_kept(t, s, f);
   if (ps->unexp_tail != NULL) ps->unexp_tail->next = u;
   else ps->unexp_head = u;
   ps->unexp_tail = u;
@@ -197,8 +231,29 @@ static void unexp_remove(shm_peer *ps, shm_unexp *u) {
     }
 }
 
+/* A receive inside a collective with a tag not seen last: the messages
+ * kept on its channel from every peer are checked against it.  1 if one
+ * conflicts (op has failed). */
+static int enter(shm_impl *t, shm_op *op) {
+  if (t->cur_set && t->cur_tag == op->tag && t->cur_chan == op->channel) return 0;
+  t->cur_tag = op->tag;
+  t->cur_chan = op->channel;
+  t->cur_set = 1;
+  for (int q = 0; q < t->size; q++) {
+    if (q == t->rank) continue;
+    for (const shm_unexp *u = t->peers[q].unexp_head; u != NULL; u = u->next)
+      if (u->f.channel == op->channel && redcoll_transport_tags_conflict(u->f.tag, op->tag)) {
+        log_conflict(t, q, op->channel, u->f.tag, op->tag);
+        finish(op, REDCOLL_EMISMATCH);
+        return 1;
+      }
+  }
+  return 0;
+}
+
 void redcoll__shm_post_recv(shm_impl *t, shm_op *op) {
   shm_peer *ps = &t->peers[op->peer];
+  if (op->coll && enter(t, op)) return;
   shm_unexp *u = ps->unexp_head;
   while (u != NULL && u->f.channel != op->channel) u = u->next;
   if (u == NULL) {

@@ -101,6 +101,7 @@ typedef struct shm_op {
   size_t len;
   int done;
   int status;
+  int coll;            /* posted inside a collective (ctx.collective not 0) */
   /* sends */
   uint32_t kind;       /* FRAME_* */
   int framed;          /* the header is on the queue */
@@ -158,6 +159,11 @@ typedef struct shm_impl {
   uint32_t ack_gen[REDCOLL__SHM_ACKS]; /* each slot's last generation */
   uint64_t *closed;             /* this rank's closed channel groups */
   size_t nclosed;
+  /* The tag and channel of the last receive posted inside a collective
+   * (cur_set): a message kept on that channel is checked against it
+   * (redcoll_transport_tags_conflict, progress.c). */
+  uint64_t cur_tag, cur_chan;
+  int cur_set;
   const int *world;             /* rank numbers for the logs (host.c: those
                                  * of the TCP world); NULL: the same */
   /* Posted exchanges (shm.c): those waiting, in the order posted. */

@@ -238,6 +238,45 @@ int redcoll__tcp_chan_status(redcoll__tcp *t, uint64_t chan) {
   return gr->cancelled ? gr->cancelled : gr->broken;
 }
 
+/* Peer q's message with tag mtag on chan conflicts with the receive with
+ * tag rtag that this rank posted there: the group breaks. */
+static void conflict(redcoll__tcp *t, int q, uint64_t chan, uint64_t mtag, uint64_t rtag) {
+  redcoll__log(0, "tcp rank %d: rank %d sent tag %#llx on channel %llu, and this rank receives "
+                  "there with tag %#llx: the same collective (#%llu), another call "
+                  "(collective, count, dtype, op or root)", t->rank, q,
+               (unsigned long long)mtag, (unsigned long long)chan, (unsigned long long)rtag,
+               (unsigned long long)(rtag >> 40));
+  redcoll__tcp_chan_broken(t, chan);
+}
+
+int redcoll__tcp_chan_enter(redcoll__tcp *t, uint64_t chan, uint64_t tag) {
+  redcoll__tcp_group *gr = redcoll__tcp_group_get(t, REDCOLL__TCP_GROUP_OF(chan), 1);
+  if (gr == NULL) return REDCOLL_OK; /* no check without memory for it */
+  if (gr->cur_set && gr->cur_tag == tag && gr->cur_chan == chan) return REDCOLL_OK;
+  gr->cur_tag = tag;
+  gr->cur_chan = chan;
+  gr->cur_set = 1;
+  for (int q = 0; q < t->size; q++) {
+    if (q == t->rank || t->peers[q].unexpected == 0) continue;
+    const redcoll__tcp_pchan *pc = redcoll__tcp_pchan_get(t, q, chan, 0);
+    for (const redcoll__tcp_umsg *m = pc != NULL ? pc->head : NULL; m != NULL; m = m->next)
+      if (redcoll_transport_tags_conflict(m->tag, tag)) {
+        conflict(t, q, chan, m->tag, tag);
+        return REDCOLL_EMISMATCH;
+      }
+  }
+  return REDCOLL_OK;
+}
+
+int redcoll__tcp_chan_kept(redcoll__tcp *t, int q, uint64_t chan, uint64_t tag) {
+  const redcoll__tcp_group *gr = redcoll__tcp_group_get(t, REDCOLL__TCP_GROUP_OF(chan), 0);
+  if (gr == NULL || !gr->cur_set || gr->cur_chan != chan || gr->broken || gr->cancelled ||
+      !redcoll_transport_tags_conflict(tag, gr->cur_tag))
+    return 0;
+  conflict(t, q, chan, tag, gr->cur_tag);
+  return 1;
+}
+
 void redcoll__tcp_chan_broken(redcoll__tcp *t, uint64_t chan) {
   redcoll__tcp_group *gr = redcoll__tcp_group_get(t, REDCOLL__TCP_GROUP_OF(chan), 1);
   if (gr != NULL && gr->broken == REDCOLL_OK) gr->broken = REDCOLL_EMISMATCH;

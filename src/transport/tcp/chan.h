@@ -53,6 +53,16 @@ redcoll__tcp_group *redcoll__tcp_group_get(redcoll__tcp *t, uint64_t g, int make
  * cancelled, REDCOLL_EMISMATCH if a message on it did not match, else
  * REDCOLL_OK. */
 int redcoll__tcp_chan_status(redcoll__tcp *t, uint64_t chan);
+/* A receive with tag is posted on chan inside a collective: if it is the
+ * first with that tag, the messages kept on chan from every peer are
+ * checked against it, and one whose tag says the same collective number
+ * but another call (redcoll_transport_tags_conflict: the ranks disagree
+ * where their messages may never meet) breaks the group (the caller fails
+ * its calls): REDCOLL_EMISMATCH, else REDCOLL_OK. */
+int redcoll__tcp_chan_enter(redcoll__tcp *t, uint64_t chan, uint64_t tag);
+/* A message with tag from peer q is kept on chan: the same check against
+ * the group's last receive inside a collective; 1 if the group broke. */
+int redcoll__tcp_chan_kept(redcoll__tcp *t, int q, uint64_t chan, uint64_t tag);
 /* A message on chan did not match its receive: the group is out of step. */
 void redcoll__tcp_chan_broken(redcoll__tcp *t, uint64_t chan);
 /* Peer q closed channel group g / has it closed it. */

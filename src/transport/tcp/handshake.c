@@ -50,6 +50,12 @@ static void accept_peer(redcoll__tcp_conn *c, int q) {
   c->peer = q;
   c->ready = 1;
   p->ever = 1;
+  if (p->probe && p->retry_active && p->out == NULL && p->txq == NULL) {
+    /* The peer is there: its probe's timer must not hold up the first
+     * send to it, which connects at once only when no timer is pending. */
+    uv_timer_stop(&p->retry);
+    p->retry_active = 0;
+  }
   p->probe = 0;
   redcoll__tcp_bye_if_leaving(c, q);
   if (p->in != NULL) {

@@ -175,6 +175,8 @@ static int data_sink(redcoll__tcp *t, redcoll__tcp_conn *c) {
     if (f->len > SIZE_MAX - sizeof(redcoll__tcp_umsg)) goto nomem;
     c->sink_um = redcoll__tcp_umsg_push(t, q, pc, f->tag, (size_t)f->len);
     if (c->sink_um == NULL) goto nomem;
+    if (redcoll__tcp_chan_kept(t, q, f->chan, f->tag))
+      redcoll__tcp_group_fail(t, REDCOLL__TCP_GROUP_OF(f->chan), REDCOLL_EMISMATCH);
   }
   if (f->len == 0) payload_done(t, c);
   return 1;

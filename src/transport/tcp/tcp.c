@@ -259,6 +259,11 @@ static int post_send(redcoll__tcp *t, redcoll__tcp_send *s) {
 static int post_recv(redcoll__tcp *t, redcoll__tcp_recv *r) {
   redcoll__tcp_peer *p = &t->peers[r->src];
   int st = redcoll__tcp_chan_status(t, r->chan);
+  if (st == REDCOLL_OK && r->coll &&
+      (st = redcoll__tcp_chan_enter(t, r->chan, r->tag)) != REDCOLL_OK) {
+    redcoll__tcp_group_fail(t, REDCOLL__TCP_GROUP_OF(r->chan), st);
+    redcoll__tcp_pump_all(t); /* a frame of the group waiting for room is dropped now */
+  }
   redcoll__tcp_pchan *pc = NULL;
   if (st == REDCOLL_OK) {
     pc = redcoll__tcp_pchan_get(t, r->src, r->chan, 1);
@@ -341,7 +346,7 @@ static int tcp_exchange(void *impl, const redcoll_transport_ctx *ctx,
   }
   if (rm != NULL) {
     r = (redcoll__tcp_recv){.src = rm->peer, .tag = rm->tag, .chan = ctx->channel,
-                            .buf = rm->buf, .len = rm->len};
+                            .buf = rm->buf, .len = rm->len, .coll = ctx->collective != 0};
     w.r = &r;
   }
   pthread_mutex_lock(&t->mu);
@@ -519,7 +524,7 @@ static int tcp_post(void *impl, const redcoll_transport_ctx *ctx, const redcoll_
   }
   if (rm != NULL) {
     o->rx = (redcoll__tcp_recv){.src = rm->peer, .tag = rm->tag, .chan = ctx->channel,
-                                .buf = rm->buf, .len = rm->len};
+                                .buf = rm->buf, .len = rm->len, .coll = ctx->collective != 0};
     o->w.r = &o->rx;
   }
   pthread_mutex_lock(&t->mu);

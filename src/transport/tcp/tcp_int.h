@@ -170,6 +170,7 @@ typedef struct redcoll__tcp_recv {
   void *buf;
   size_t len, got;
   int matched, done, status;
+  int coll; /* posted inside a collective (ctx.collective not 0) */
   /* On the program's loop, copies in slices of REDCOLL__TCP_EXT_COPY, one
    * per turn (recv.c's copy_turn):
    *   - its message was kept whole and is copied into buf, got bytes so
@@ -230,6 +231,11 @@ typedef struct redcoll__tcp_group {
   uint64_t why;
   int closed;    /* destroyed on this rank: later traffic is dropped */
   unsigned char *closed_by; /* bit q: peer q destroyed it there (CLOSE) */
+  /* The tag and channel of the last receive posted in the group inside a
+   * collective (cur_set): a message kept on that channel is checked
+   * against it (redcoll_transport_tags_conflict). */
+  uint64_t cur_tag, cur_chan;
+  int cur_set;
   struct redcoll__tcp_group *hnext; /* the index's chain (chan.c) */
 } redcoll__tcp_group;
 

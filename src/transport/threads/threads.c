@@ -59,6 +59,7 @@ typedef struct th_slot {
   void *buf; /* receive: the destination; send: the source */
   size_t len;
   int status;
+  int coll; /* posted inside a collective (ctx.collective not 0) */
 } th_slot;
 
 typedef struct th_port {
@@ -268,8 +269,9 @@ static void world_abort(th_world *w, int status) {
 
 /* ---- matching and waiting -------------------------------------------------- */
 
-static void slot_post(th_slot *s, int peer, uint64_t tag, void *buf, size_t len) {
+static void slot_post(th_slot *s, int peer, uint64_t tag, void *buf, size_t len, int coll) {
   s->state = SLOT_POSTED;
+  s->coll = coll;
   s->peer = peer;
   s->tag = tag;
   s->buf = buf;
@@ -305,6 +307,53 @@ static void try_match(th_world *w, int s, int r, uint64_t chan, int me) {
   wake(me == s ? rp : sp);
 }
 
+/* Ranks that disagree where their messages never meet: send slot ss of
+ * rank s waits for rank r, which waits on the same channel in a slot of
+ * its own (a receive from a third rank, or a send: a send completes only
+ * when received), both inside a collective, and their tags say the same
+ * collective number but another call (redcoll_transport_tags_conflict).
+ * Ends both slots with REDCOLL_EMISMATCH and wakes the thread of the two
+ * that is not `me`; 1 if so.  Mutex held. */
+static int conflict(int s, th_port *sp, int r, th_port *rp, int me) {
+  th_slot *ss = &sp->send;
+  if (ss->state != SLOT_POSTED || ss->peer != r || !ss->coll) return 0;
+  th_slot *const theirs[2] = {&rp->recv, &rp->send};
+  for (int i = 0; i < 2; i++) {
+    th_slot *o = theirs[i];
+    if (o->state != SLOT_POSTED || !o->coll || !redcoll_transport_tags_conflict(ss->tag, o->tag))
+      continue;
+    redcoll__log(0, "threads rank %d: rank %d sends tag %#llx on channel %llu, and rank %d "
+                    "waits there %s rank %d with tag %#llx: the same collective (#%llu), "
+                    "another call (collective, count, dtype, op or root)", me, s,
+                 (unsigned long long)ss->tag, (unsigned long long)sp->chan, r,
+                 i == 0 ? "for a message from" : "to send to", o->peer,
+                 (unsigned long long)o->tag, (unsigned long long)(o->tag >> 40));
+    ss->state = o->state = SLOT_DONE;
+    ss->status = o->status = REDCOLL_EMISMATCH;
+    wake(me == s ? rp : sp);
+    return 1;
+  }
+  return 0;
+}
+
+/* The conflicts of rank me's port mp: its send slot against its peer's
+ * slots, and (all) its slots against every rank's send slot aimed at it.
+ * 1 if one was found.  Mutex held. */
+static int find_conflict(th_world *w, int me, th_port *mp, int all) {
+  th_port *q;
+  if (mp->send.state == SLOT_POSTED && mp->send.coll &&
+      (q = port_find(w, mp->send.peer, mp->chan)) != NULL &&
+      conflict(me, mp, mp->send.peer, q, me))
+    return 1;
+  if (!all || !((mp->recv.state == SLOT_POSTED && mp->recv.coll) ||
+                (mp->send.state == SLOT_POSTED && mp->send.coll)))
+    return 0;
+  for (int s = 0; s < w->p; s++)
+    if (s != me && (q = port_find(w, s, mp->chan)) != NULL && conflict(s, q, me, mp, me))
+      return 1;
+  return 0;
+}
+
 static uint64_t now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -312,14 +361,15 @@ static uint64_t now_ns(void) {
 }
 
 /* Waits, with the mutex held, until each of the caller's slots a and b (NULL
- * if not posted) is done, cancelling the ones nobody has claimed yet when
- * the world is aborted, the peer is gone, the deadline (NULL: none) has
- * passed or the other half failed.  Returns the first failure (a's before
- * b's) and leaves both slots idle. */
-static int wait_slots(th_world *w, th_port *me, th_slot *a, th_slot *b,
+ * if not posted) of rank `rank`'s port me is done, cancelling the ones
+ * nobody has claimed yet when the world is aborted, the peer is gone, the
+ * deadline (NULL: none) has passed or the other half failed.  Before it
+ * first sleeps it looks for a conflict of tags (find_conflict).  Returns
+ * the first failure (a's before b's) and leaves both slots idle. */
+static int wait_slots(th_world *w, int rank, th_port *me, th_slot *a, th_slot *b,
                       const struct timespec *deadline) {
   th_slot *const sl[2] = {a, b};
-  int expired = 0;
+  int expired = 0, looked = 0;
   uint64_t spin = redcoll__spin_ns(), spin_until = spin != 0 ? now_ns() + spin : 0;
   uint64_t pause_until = now_ns() + w->pause_ns;
   for (;;) {
@@ -369,6 +419,10 @@ static int wait_slots(th_world *w, th_port *me, th_slot *a, th_slot *b,
       pthread_mutex_lock(&w->mu);
       continue;
     }
+    if (!looked) {
+      looked = 1;
+      if (find_conflict(w, rank, me, 1)) continue;
+    }
     if (deadline != NULL && !expired) {
       if (pthread_cond_timedwait(&me->cv, &w->mu, deadline) == ETIMEDOUT) expired = 1;
     } else {
@@ -398,7 +452,7 @@ static void deadline_after(struct timespec *ts, int64_t ms) {
  * bounded by the world's bound on one call and by the collective's deadline
  * coll_ns (CLOCK_MONOTONIC nanoseconds; UINT64_MAX: none), whichever comes
  * first. */
-static int xfer(th_impl *t, uint64_t coll_ns, uint64_t chan, int dst, uint64_t stag,
+static int xfer(th_impl *t, uint64_t coll_ns, int coll, uint64_t chan, int dst, uint64_t stag,
                 const void *sbuf, size_t slen, int src, uint64_t rtag, void *rbuf, size_t rlen) {
   th_world *w = t->w;
   int me = t->rank;
@@ -425,11 +479,12 @@ static int xfer(th_impl *t, uint64_t coll_ns, uint64_t chan, int dst, uint64_t s
     pthread_mutex_unlock(&w->mu);
     return REDCOLL_ENOMEM;
   }
-  if (dst >= 0) slot_post(&r->send, dst, stag, (void *)(uintptr_t)sbuf, slen);
-  if (src >= 0) slot_post(&r->recv, src, rtag, rbuf, rlen);
+  if (dst >= 0) slot_post(&r->send, dst, stag, (void *)(uintptr_t)sbuf, slen, coll);
+  if (src >= 0) slot_post(&r->recv, src, rtag, rbuf, rlen, coll);
   if (dst >= 0) try_match(w, me, dst, chan, me);
   if (src >= 0) try_match(w, src, me, chan, me);
-  int rc = wait_slots(w, r, dst >= 0 ? &r->send : NULL, src >= 0 ? &r->recv : NULL,
+  if (coll) find_conflict(w, me, r, 0); /* a receive waiting for it: at once */
+  int rc = wait_slots(w, me, r, dst >= 0 ? &r->send : NULL, src >= 0 ? &r->recv : NULL,
                       has_deadline ? &deadline : NULL);
   pthread_mutex_unlock(&w->mu);
   if (rc == REDCOLL_ETIMEDOUT) {
@@ -462,10 +517,9 @@ static int th_exchange(void *impl, const redcoll_transport_ctx *ctx,
   if ((s != NULL && !peer_ok(t, s->peer, s->buf, s->len)) ||
       (v != NULL && !peer_ok(t, v->peer, v->buf, v->len)) || (s == NULL && v == NULL))
     return REDCOLL_EINVAL;
-  return xfer(t, ctx->deadline_ns, ctx->channel, s ? s->peer : -1, s ? s->tag : 0,
-              s ? s->buf : NULL,
-              s ? s->len : 0, v ? v->peer : -1, v ? v->tag : 0, v ? v->buf : NULL,
-              v ? v->len : 0);
+  return xfer(t, ctx->deadline_ns, ctx->collective != 0, ctx->channel, s ? s->peer : -1,
+              s ? s->tag : 0, s ? s->buf : NULL, s ? s->len : 0, v ? v->peer : -1,
+              v ? v->tag : 0, v ? v->buf : NULL, v ? v->len : 0);
 }
 
 /* A hand-over through shared memory costs about a microsecond, the single

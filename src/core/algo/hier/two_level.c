@@ -330,15 +330,15 @@ static int prepare(const redcoll__call *call, redcoll__hier **out) {
   return REDCOLL_OK;
 }
 
-/* Phase `phase` of c's running collective on view v: v's tag is c's with
- * the phase folded into the low bits (the sequence number stays readable
- * in the high ones). */
+/* Phase `phase` (1 .. 15) of c's running collective on view v: v's tag is
+ * c's with the phase in its low 4 bits, so that the number and the call
+ * stay those of c's (a transport tells disagreeing ranks from phases of
+ * one collective: redcoll_transport_tags_conflict). */
 static void enter_phase(redcoll_comm *v, const redcoll__call *sc, unsigned phase) {
   redcoll_comm *c = v->parent;
-  const uint64_t low = ((uint64_t)1 << 40) - 1;
   v->nb = c->nb;
   v->seq = c->seq;
-  v->tag = (c->tag & ~low) | (redcoll__mix64(c->tag + phase) & low);
+  v->tag = (c->tag & ~(uint64_t)15) | (phase & 15);
   v->deadline_ns = c->deadline_ns;
   v->error = REDCOLL_OK;
   v->cur = sc;
