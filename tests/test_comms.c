@@ -84,8 +84,11 @@ typedef struct {
 
 /* The tree: world; rows (key: column); columns (key: minus row, so rows
  * run backwards); odd and even columns of each row; a singleton per rank;
- * a dup of the world; create_group of the even world ranks in reverse.
- * Collectives on all of them, interleaved level by level, twice. */
+ * a dup of the world; create_group of the even world ranks in reverse;
+ * create_group of each row and then of each column, groups of two sizes
+ * that overlap (a rank may agree on its column while a member of it still
+ * agrees on its row, on the same channel of the world).  Collectives on
+ * all of them, interleaved level by level, twice. */
 static int grid_rank(redcoll_comm *world, void *arg) {
   grid_out *o = arg;
   int w = redcoll_comm_rank(world), row = w / COLS, col = w % COLS, bad = 0;
@@ -103,6 +106,12 @@ static int grid_rank(redcoll_comm *world, void *arg) {
   for (int i = P - 1; i >= 0; i--)
     if (i % 2 == 0) even_list[ne++] = i;
   if (rc == REDCOLL_OK && w % 2 == 0) rc = redcoll_comm_create_group(world, even_list, ne, &evens);
+  redcoll_comm *grow = NULL, *gcol = NULL;
+  int row_list[COLS], col_list[ROWS];
+  for (int i = 0; i < COLS; i++) row_list[i] = row * COLS + i;
+  for (int i = 0; i < ROWS; i++) col_list[i] = i * COLS + col;
+  if (rc == REDCOLL_OK) rc = redcoll_comm_create_group(world, row_list, COLS, &grow);
+  if (rc == REDCOLL_OK) rc = redcoll_comm_create_group(world, col_list, ROWS, &gcol);
   if (rc != REDCOLL_OK) {
     o->status[w] = rc;
     redcoll_op_destroy(op);
@@ -123,7 +132,11 @@ static int grid_rank(redcoll_comm *world, void *arg) {
     bad += exercise(single, &w, 1, w, op);
     bad += exercise(dup, m_world, P, w, op);
     if (evens != NULL) bad += exercise(evens, even_list, ne, w, op);
+    bad += exercise(grow, row_list, COLS, w, op);
+    bad += exercise(gcol, col_list, ROWS, w, op);
   }
+  redcoll_comm_destroy(grow);
+  redcoll_comm_destroy(gcol);
   /* Children go first or last, in any order: the transport lives on. */
   redcoll_comm_destroy(rows);
   redcoll_comm_destroy(single);

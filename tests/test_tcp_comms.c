@@ -4,7 +4,11 @@
  *
  *   dups     7 processes, two threads each, each thread running 1000
  *            verified allreduces on its own dup of the world; then a split
- *            into 3 + 4 ranks with a different algorithm on each half.
+ *            into 3 + 4 ranks with a different algorithm on each half;
+ *            then create_group of the same halves and of the even and the
+ *            odd ranks, groups of other sizes that overlap (a rank may
+ *            agree on its second group while a member of it still agrees
+ *            on its first, on the same channel of the world).
  *   cancel   3 processes: two threads wait in an allreduce on a dup that
  *            rank 0 never joins; a second thread of rank 1 aborts the dup:
  *            REDCOLL_EABORTED on both within a second, and the world is
@@ -117,6 +121,22 @@ static int rank_dups(redcoll_comm *c, void *arg) {
   CHECK_INT(sh->st[me][2], REDCOLL_OK);
   CHECK_INT(sh->st[me][3], REDCOLL_OK);
   redcoll_comm_destroy(half);
+  /* Overlapping groups from lists: {0, 1, 2} or {3 .. 6}, then the even or
+   * the odd ranks. */
+  int list[7], n = 0;
+  for (int r = 0; r < 7; r++)
+    if ((r < 3) == low) list[n++] = r;
+  redcoll_comm *g1 = NULL, *g2 = NULL;
+  CHECK_INT(redcoll_comm_create_group(c, list, n, &g1), REDCOLL_OK);
+  n = 0;
+  for (int r = 0; r < 7; r++)
+    if (r % 2 == me % 2) list[n++] = r;
+  CHECK_INT(redcoll_comm_create_group(c, list, n, &g2), REDCOLL_OK);
+  if (g1 == NULL || g2 == NULL) return REDCOLL_ENOMEM;
+  CHECK_INT(check_sum(g1, REDCOLL_ALGO_RING), REDCOLL_OK);
+  CHECK_INT(check_sum(g2, REDCOLL_ALGO_RECURSIVE_DOUBLING), REDCOLL_OK);
+  redcoll_comm_destroy(g1);
+  redcoll_comm_destroy(g2);
   /* And the world after all of it. */
   return check_sum(c, REDCOLL_ALGO_RING);
 }

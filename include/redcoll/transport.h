@@ -135,7 +135,10 @@ typedef struct redcoll_transport_ctx {
   uint64_t deadline_ns;
   /* The collective the call belongs to: its sequence number on the
    * communicator (the first is 1), the high 24 bits of which are also in
-   * the tag; 0 for a call outside any collective.  For diagnostics. */
+   * the tag; 0 for a call outside any collective (point-to-point, and the
+   * agreement of redcoll_comm_create_group).  For diagnostics, and for the
+   * optional check of tags that conflict (redcoll_transport_tags_conflict,
+   * below): only receives with a number here are checked. */
   uint64_t collective;
   /* The channel the messages belong to: 0 for the communicator made by
    * redcoll_comm_create, other values for those made from it; always 0 on

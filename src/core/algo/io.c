@@ -127,6 +127,15 @@ static uint64_t channel_of(const redcoll_comm *c, unsigned sub) {
   return c->channel + (c->ep->caps & REDCOLL_TRANSPORT_CAP_CHANNELS ? sub : 0);
 }
 
+/* The context's number of c's running collective.  create_group's
+ * agreement (owns_channels 0) runs on its parent's group channel and
+ * numbers its collectives from 0 each time, so agreements on overlapping
+ * groups may meet there with the same number and other calls (their
+ * calibrations differ in size): its exchanges go to the transport as
+ * outside a collective (0), which transports do not check for tags that
+ * conflict (redcoll_transport_tags_conflict). */
+static uint64_t collective_of(const redcoll_comm *c) { return c->owns_channels ? c->seq : 0; }
+
 /* One exchange with the running collective's tag and deadline: through a
  * version 3 transport's exchange member, or an earlier version's send,
  * recv or sendrecv.  dst or src < 0: that side is absent. */
@@ -153,8 +162,8 @@ static int exchange_on(redcoll_comm *c, unsigned sub, uint64_t collective, uint6
 /* One exchange of the running collective. */
 static int exchange(redcoll_comm *c, int dst, const void *sbuf, size_t slen, int src, void *rbuf,
                     size_t rlen) {
-  return exchange_on(c, REDCOLL__CH_COLL, c->seq, c->deadline_ns, dst, c->tag, sbuf, slen, src,
-                     c->tag, rbuf, rlen);
+  return exchange_on(c, REDCOLL__CH_COLL, collective_of(c), c->deadline_ns, dst, c->tag, sbuf,
+                     slen, src, c->tag, rbuf, rlen);
 }
 
 int redcoll__send(redcoll_comm *c, int dst, const void *buf, size_t len) {
@@ -201,7 +210,8 @@ static redcoll__nb *slicing(const redcoll_comm *c) {
  * reports the failure. */
 static size_t next_slice(redcoll_comm *c, redcoll__nb *nb, size_t n, size_t unit) {
   if (nb->work >= nb->slice) {
-    redcoll_transport_ctx ctx = {c->deadline_ns, c->seq, channel_of(c, REDCOLL__CH_COLL)};
+    redcoll_transport_ctx ctx = {c->deadline_ns, collective_of(c),
+                                 channel_of(c, REDCOLL__CH_COLL)};
     int rc;
     (void)posted(c, &ctx, NULL, NULL, &rc);
     nb->work = 0;
@@ -315,7 +325,8 @@ static int seg_post(redcoll_comm *c, seg_op *op, int send, int peer, char *buf, 
                     size_t seg, size_t j) {
   size_t off = 0, n = 0;
   (void)seg_piece(len, seg, j, &off, &n);
-  redcoll_transport_ctx ctx = {c->deadline_ns, c->seq, channel_of(c, REDCOLL__CH_COLL)};
+  redcoll_transport_ctx ctx = {c->deadline_ns, collective_of(c),
+                               channel_of(c, REDCOLL__CH_COLL)};
   redcoll_transport_msg m = {redcoll__peer(c, peer), c->tag, buf + off, n};
   memset(op, 0, sizeof *op);
   op->op.done = seg_done;

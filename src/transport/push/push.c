@@ -353,12 +353,16 @@ static int enter(push *t, const pop *o) {
   return 0;
 }
 
-/* Registers o's receive (coll: inside a collective): matched at once
- * against a kept message (1), failed at once by a conflicting one (1, with
- * REDCOLL_EMISMATCH), or queued (0); -1 if memory is short. */
+/* Registers o's receive (coll: inside a collective): failed at once by a
+ * conflicting kept message (1, with REDCOLL_EMISMATCH), matched at once
+ * against a kept message (1), or queued (0); -1 if memory is short. */
 static int recv_start(push *t, pop *o, int coll, uint64_t now, uint64_t deadline) {
   pchan *c = chan_of(t, o->src, o->chan, 1);
   if (c == NULL) return -1;
+  if (coll && enter(t, o)) {
+    o->status = REDCOLL_EMISMATCH;
+    return 1;
+  }
   kept *k = c->kh;
   if (k != NULL && c->rh == NULL) {
     c->kh = k->next;
@@ -366,10 +370,6 @@ static int recv_start(push *t, pop *o, int coll, uint64_t now, uint64_t deadline
     t->peers[o->src].kept_bytes -= k->len + PUSH_MSG_COST;
     o->status = land(o, k->tag, k->data, k->len);
     free(k);
-    return 1;
-  }
-  if (coll && enter(t, o)) {
-    o->status = REDCOLL_EMISMATCH;
     return 1;
   }
   uint64_t bound = t->wait_ns == UINT64_MAX || now > UINT64_MAX - t->wait_ns ? UINT64_MAX
