@@ -160,6 +160,52 @@ static void test_umsg_deliver(void) {
  * memory; a buffer too small or too large, or one that would take the
  * spares past the budget, is freed. */
 /* What t's spares hold together. */
+/* The check of tags that conflict (chan.c): a message kept on a channel
+ * whose tag has the number of this rank's current collective and another
+ * call breaks the group; one of the same call in another phase, or of the
+ * next collective, does not; and a record whose collective this rank has
+ * left (it sent in a later one since) does not count, since only 24 bits
+ * of the number are in a tag.  A receive whose collective finds such a
+ * message kept fails at once. */
+static void test_chan_conflict(void) {
+  redcoll__tcp *t = calloc(1, sizeof *t);
+  int have = t != NULL && (t->peers = calloc(2, sizeof *t->peers)) != NULL;
+  CHECK(have);
+  if (!have) return;
+  t->size = 2;
+  const uint64_t a = (uint64_t)5 << 40 | 0x123450, other = (uint64_t)5 << 40 | 0x987650;
+  CHECK_INT(redcoll__tcp_chan_enter(t, 40, a, 6), REDCOLL_OK);
+  CHECK_INT(redcoll__tcp_chan_kept(t, 1, 40, a | 2), 0);                 /* a phase */
+  CHECK_INT(redcoll__tcp_chan_kept(t, 1, 40, (uint64_t)6 << 40 | 0x40), 0); /* the next */
+  CHECK_INT(redcoll__tcp_chan_kept(t, 1, 41, other), 0);               /* another channel */
+  CHECK_INT(redcoll__tcp_chan_kept(t, 1, 40, (uint64_t)0x703270 << 40 | 9), 0); /* p2p */
+  redcoll__tcp_chan_sent(t, 40, 7); /* this rank has moved on */
+  CHECK_INT(redcoll__tcp_chan_kept(t, 1, 40, other), 0);
+  CHECK_INT(redcoll__tcp_chan_status(t, 40), REDCOLL_OK);
+  redcoll__tcp_chan_sent(t, 40, 6); /* (the record's collective is the last again) */
+  CHECK_INT(redcoll__tcp_chan_kept(t, 1, 40, other), 1);
+  CHECK_INT(redcoll__tcp_chan_status(t, 41), REDCOLL_EMISMATCH); /* the whole group */
+  /* A receive that finds such a message kept, in a group of its own: a
+   * later phase of its own call is not, another call is. */
+  redcoll__tcp_pchan *pc = redcoll__tcp_pchan_get(t, 1, 80, 1);
+  redcoll__tcp_umsg *m = pc != NULL ? kept(t, pc, 1, 8) : NULL;
+  CHECK(m != NULL);
+  if (m == NULL) return;
+  m->tag = a | 3;
+  CHECK_INT(redcoll__tcp_chan_enter(t, 80, a | 1, 6), REDCOLL_OK);
+  m = kept(t, pc, 2, 8);
+  CHECK(m != NULL);
+  if (m == NULL) return;
+  m->tag = other;
+  CHECK_INT(redcoll__tcp_chan_enter(t, 80, a | 2, 6), REDCOLL_EMISMATCH);
+  CHECK_INT(redcoll__tcp_chan_status(t, 80), REDCOLL_EMISMATCH);
+  redcoll__tcp_pchan_free_all(t, 1);
+  redcoll__tcp_spares_free(t);
+  redcoll__tcp_groups_free(t);
+  free(t->peers);
+  free(t);
+}
+
 static size_t held(const redcoll__tcp *t) {
   return redcoll__tcp_spares_held(t->spare, REDCOLL__TCP_SPARES);
 }
@@ -1455,6 +1501,7 @@ int main(int argc, char **argv) {
     test_frames();
     test_group_index();
     test_umsg_deliver();
+    test_chan_conflict();
     test_spares();
     test_self_connect();
     test_bye_tag();

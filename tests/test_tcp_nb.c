@@ -870,7 +870,10 @@ static int rank_loop_slices(redcoll_comm *c, void *arg) {
   uv_unref((uv_handle_t *)&turns);
   redcoll_request *req;
   int over = 0;
-  rc = redcoll_iallreduce(lc, x, y, SLICE_N, REDCOLL_CUSTOM, op, &req);
+  /* Both ranks reduce a block (AUTO may send the vector to one rank, as
+   * the calibrated model says). */
+  rc = redcoll_comm_set_algorithm(lc, REDCOLL_COLL_ALLREDUCE, REDCOLL_ALGO_RING);
+  if (rc == REDCOLL_OK) rc = redcoll_iallreduce(lc, x, y, SLICE_N, REDCOLL_CUSTOM, op, &req);
   if (rc == REDCOLL_OK) rc = redcoll_request_set_callback(req, slice_cb, &over);
   if (rc == REDCOLL_OK) uv_run(&loop, UV_RUN_DEFAULT);
   if (rc == REDCOLL_OK) rc = over == 1 ? REDCOLL_OK : over != 0 ? over : REDCOLL_ETIMEDOUT;

@@ -136,6 +136,7 @@ REDCOLL_API int redcoll_comm_dup(redcoll_comm *c, redcoll_comm **out) {
 
 /* Frees a communicator that owns no channel (create_group's agreement). */
 static void discard(redcoll_comm *t) {
+  redcoll__hier_free(t);
   __atomic_sub_fetch(&t->ep->refs, 1, __ATOMIC_ACQ_REL);
   free(t->map);
   free(t->scratch[0]);
@@ -187,6 +188,9 @@ REDCOLL_API int redcoll_comm_create_group(redcoll_comm *c, const int *ranks, int
       t->channel = ch;
       t->owns_channels = 1;
       t->seq = 0;
+      /* Two-level views made during the agreement are on its channel:
+       * the next collective makes them again on the new one. */
+      redcoll__hier_free(t);
       *out = t;
       return REDCOLL_OK;
     }

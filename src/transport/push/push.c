@@ -100,10 +100,13 @@ typedef struct push {
   uint64_t gen;               /* bumped after done calls finished outside
                                * a progress that waits */
   int aborted;                /* the transport's status once aborted */
-  /* The tag and channel of the last receive queued inside a collective
-   * (cur_set): a message kept on that channel is checked against it
-   * (redcoll_transport_tags_conflict). */
-  uint64_t cur_tag, cur_chan;
+  /* The tag, channel and collective number of the last receive posted
+   * inside a collective (cur_set), and the number of the last collective
+   * this rank sent or received in on that channel (last_coll): a message
+   * kept on that channel is checked against cur_tag while that receive's
+   * collective is the last (redcoll_transport_tags_conflict; only 24 bits
+   * of the number are in a tag). */
+  uint64_t cur_tag, cur_chan, cur_coll, last_coll;
   int cur_set;
 } push;
 
@@ -337,10 +340,12 @@ static void log_conflict(push *t, int src, uint64_t chan, uint64_t ftag, uint64_
 /* A receive o inside a collective with a tag not seen last: the messages
  * kept on its channel from every peer are checked against it; 1 if one
  * conflicts (the ranks disagree where their messages may never meet). */
-static int enter(push *t, const pop *o) {
+static int enter(push *t, const pop *o, uint64_t coll) {
+  if (o->chan == t->cur_chan) t->last_coll = coll;
   if (t->cur_set && t->cur_tag == o->tag && t->cur_chan == o->chan) return 0;
   t->cur_tag = o->tag;
   t->cur_chan = o->chan;
+  t->cur_coll = t->last_coll = coll;
   t->cur_set = 1;
   for (int q = 0; q < t->size; q++) {
     pchan *c = q == t->rank || t->peers[q].kept_bytes == 0 ? NULL : chan_of(t, q, o->chan, 0);
@@ -353,13 +358,14 @@ static int enter(push *t, const pop *o) {
   return 0;
 }
 
-/* Registers o's receive (coll: inside a collective): failed at once by a
- * conflicting kept message (1, with REDCOLL_EMISMATCH), matched at once
- * against a kept message (1), or queued (0); -1 if memory is short. */
-static int recv_start(push *t, pop *o, int coll, uint64_t now, uint64_t deadline) {
+/* Registers o's receive (coll: its collective's number, 0 outside one):
+ * failed at once by a conflicting kept message (1, with
+ * REDCOLL_EMISMATCH), matched at once against a kept message (1), or
+ * queued (0); -1 if memory is short. */
+static int recv_start(push *t, pop *o, uint64_t coll, uint64_t now, uint64_t deadline) {
   pchan *c = chan_of(t, o->src, o->chan, 1);
   if (c == NULL) return -1;
-  if (coll && enter(t, o)) {
+  if (coll != 0 && enter(t, o, coll)) {
     o->status = REDCOLL_EMISMATCH;
     return 1;
   }
@@ -420,6 +426,8 @@ static int start(push *t, const redcoll_transport_ctx *ctx, const redcoll_transp
   int rc = refused(t, ctx->channel);
   if (rc == REDCOLL_OK && send != NULL && peer_gone(t, ctx->channel, send->peer))
     rc = REDCOLL_ETRANSPORT;
+  if (send != NULL && ctx->collective != 0 && ctx->channel == t->cur_chan)
+    t->last_coll = ctx->collective;
   pthread_mutex_unlock(&t->mu);
   if (rc != REDCOLL_OK) return rc;
   if (send != NULL) {
@@ -438,8 +446,7 @@ static int start(push *t, const redcoll_transport_ctx *ctx, const redcoll_transp
   if (rc == REDCOLL_OK && !has_kept(t, recv->peer, ctx->channel) &&
       peer_gone(t, ctx->channel, recv->peer))
     rc = REDCOLL_ETRANSPORT;
-  int m = rc == REDCOLL_OK ? recv_start(t, o, ctx->collective != 0, now_ns(), ctx->deadline_ns)
-                           : 1;
+  int m = rc == REDCOLL_OK ? recv_start(t, o, ctx->collective, now_ns(), ctx->deadline_ns) : 1;
   pthread_mutex_unlock(&t->mu);
   if (rc != REDCOLL_OK) return rc;
   if (m < 0) return REDCOLL_ENOMEM;
@@ -726,7 +733,8 @@ static void deliver_data(push *t, int src, const push_frame *f, pop **dh, pop **
   else c->kh = k;
   c->kt = k;
   pp->kept_bytes += f->len + PUSH_MSG_COST;
-  if (t->cur_set && f->chan == t->cur_chan && redcoll_transport_tags_conflict(f->tag, t->cur_tag)) {
+  if (t->cur_set && f->chan == t->cur_chan && t->cur_coll == t->last_coll &&
+      redcoll_transport_tags_conflict(f->tag, t->cur_tag)) {
     /* The receives waiting on that channel cannot both be right; one
      * posted later (the collective may be between two of them) looks at
      * the kept messages again and finds this one. */

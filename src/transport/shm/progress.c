@@ -151,7 +151,7 @@ static void log_conflict(shm_impl *t, int s, uint64_t chan, uint64_t ftag, uint6
  * never meet), and one posted later (the collective may be between two
  * receives) looks at the kept messages again and finds f. */
 static void check_kept(shm_impl *t, int s, const shm_frame *f) {
-  if (!t->cur_set || f->channel != t->cur_chan ||
+  if (!t->cur_set || f->channel != t->cur_chan || t->cur_coll != t->last_coll ||
       !redcoll_transport_tags_conflict(f->tag, t->cur_tag))
     return;
   log_conflict(t, s, f->channel, f->tag, t->cur_tag);
@@ -235,9 +235,11 @@ static void unexp_remove(shm_peer *ps, shm_unexp *u) {
  * kept on its channel from every peer are checked against it.  1 if one
  * conflicts (op has failed). */
 static int enter(shm_impl *t, shm_op *op) {
+  if (op->channel == t->cur_chan) t->last_coll = op->coll;
   if (t->cur_set && t->cur_tag == op->tag && t->cur_chan == op->channel) return 0;
   t->cur_tag = op->tag;
   t->cur_chan = op->channel;
+  t->cur_coll = t->last_coll = op->coll;
   t->cur_set = 1;
   for (int q = 0; q < t->size; q++) {
     if (q == t->rank) continue;
@@ -320,6 +322,7 @@ static int read_peer(shm_impl *t, int s, shm_peer *ps) {
 
 void redcoll__shm_post_send(shm_impl *t, shm_op *op) {
   shm_peer *ps = &t->peers[op->peer];
+  if (op->coll != 0 && op->channel == t->cur_chan) t->last_coll = op->coll;
   op->next = NULL;
   op->slot = -1;
   if (ps->out_tail != NULL) ps->out_tail->next = op;

@@ -90,7 +90,7 @@ static int halves(shm_impl *t, const redcoll_transport_ctx *ctx, const redcoll_t
     op->peer = m[i]->peer;
     op->tag = m[i]->tag;
     op->channel = ctx->channel;
-    op->coll = ctx->collective != 0;
+    op->coll = ctx->collective;
     op->buf = m[i]->buf;
     op->len = m[i]->len;
     op->slot = -1;

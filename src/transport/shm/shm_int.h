@@ -101,7 +101,7 @@ typedef struct shm_op {
   size_t len;
   int done;
   int status;
-  int coll;            /* posted inside a collective (ctx.collective not 0) */
+  uint64_t coll;       /* ctx.collective: its collective's number, 0 outside */
   /* sends */
   uint32_t kind;       /* FRAME_* */
   int framed;          /* the header is on the queue */
@@ -159,10 +159,13 @@ typedef struct shm_impl {
   uint32_t ack_gen[REDCOLL__SHM_ACKS]; /* each slot's last generation */
   uint64_t *closed;             /* this rank's closed channel groups */
   size_t nclosed;
-  /* The tag and channel of the last receive posted inside a collective
-   * (cur_set): a message kept on that channel is checked against it
-   * (redcoll_transport_tags_conflict, progress.c). */
-  uint64_t cur_tag, cur_chan;
+  /* The tag, channel and collective number of the last receive posted
+   * inside a collective (cur_set), and the number of the last collective
+   * this rank sent or received in on that channel (last_coll): a message
+   * kept on that channel is checked against cur_tag while that receive's
+   * collective is the last (redcoll_transport_tags_conflict, progress.c;
+   * only 24 bits of the number are in a tag). */
+  uint64_t cur_tag, cur_chan, cur_coll, last_coll;
   int cur_set;
   const int *world;             /* rank numbers for the logs (host.c: those
                                  * of the TCP world); NULL: the same */

@@ -249,12 +249,14 @@ static void conflict(redcoll__tcp *t, int q, uint64_t chan, uint64_t mtag, uint6
   redcoll__tcp_chan_broken(t, chan);
 }
 
-int redcoll__tcp_chan_enter(redcoll__tcp *t, uint64_t chan, uint64_t tag) {
+int redcoll__tcp_chan_enter(redcoll__tcp *t, uint64_t chan, uint64_t tag, uint64_t coll) {
   redcoll__tcp_group *gr = redcoll__tcp_group_get(t, REDCOLL__TCP_GROUP_OF(chan), 1);
   if (gr == NULL) return REDCOLL_OK; /* no check without memory for it */
+  gr->last_coll = coll;
   if (gr->cur_set && gr->cur_tag == tag && gr->cur_chan == chan) return REDCOLL_OK;
   gr->cur_tag = tag;
   gr->cur_chan = chan;
+  gr->cur_coll = coll;
   gr->cur_set = 1;
   for (int q = 0; q < t->size; q++) {
     if (q == t->rank || t->peers[q].unexpected == 0) continue;
@@ -268,10 +270,15 @@ int redcoll__tcp_chan_enter(redcoll__tcp *t, uint64_t chan, uint64_t tag) {
   return REDCOLL_OK;
 }
 
+void redcoll__tcp_chan_sent(redcoll__tcp *t, uint64_t chan, uint64_t coll) {
+  redcoll__tcp_group *gr = redcoll__tcp_group_get(t, REDCOLL__TCP_GROUP_OF(chan), 0);
+  if (gr != NULL && gr->cur_chan == chan) gr->last_coll = coll;
+}
+
 int redcoll__tcp_chan_kept(redcoll__tcp *t, int q, uint64_t chan, uint64_t tag) {
   const redcoll__tcp_group *gr = redcoll__tcp_group_get(t, REDCOLL__TCP_GROUP_OF(chan), 0);
-  if (gr == NULL || !gr->cur_set || gr->cur_chan != chan || gr->broken || gr->cancelled ||
-      !redcoll_transport_tags_conflict(tag, gr->cur_tag))
+  if (gr == NULL || !gr->cur_set || gr->cur_chan != chan || gr->cur_coll != gr->last_coll ||
+      gr->broken || gr->cancelled || !redcoll_transport_tags_conflict(tag, gr->cur_tag))
     return 0;
   conflict(t, q, chan, tag, gr->cur_tag);
   return 1;

@@ -59,9 +59,12 @@ int redcoll__tcp_chan_status(redcoll__tcp *t, uint64_t chan);
  * but another call (redcoll_transport_tags_conflict: the ranks disagree
  * where their messages may never meet) breaks the group (the caller fails
  * its calls): REDCOLL_EMISMATCH, else REDCOLL_OK. */
-int redcoll__tcp_chan_enter(redcoll__tcp *t, uint64_t chan, uint64_t tag);
+int redcoll__tcp_chan_enter(redcoll__tcp *t, uint64_t chan, uint64_t tag, uint64_t coll);
+/* A send of collective number coll is posted on chan. */
+void redcoll__tcp_chan_sent(redcoll__tcp *t, uint64_t chan, uint64_t coll);
 /* A message with tag from peer q is kept on chan: the same check against
- * the group's last receive inside a collective; 1 if the group broke. */
+ * the group's last receive inside a collective, while this rank is still
+ * in that receive's collective; 1 if the group broke. */
 int redcoll__tcp_chan_kept(redcoll__tcp *t, int q, uint64_t chan, uint64_t tag);
 /* A message on chan did not match its receive: the group is out of step. */
 void redcoll__tcp_chan_broken(redcoll__tcp *t, uint64_t chan);

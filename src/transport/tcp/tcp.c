@@ -236,6 +236,7 @@ static int post_send(redcoll__tcp *t, redcoll__tcp_send *s) {
     s->status = st;
     return st;
   }
+  if (s->coll != 0) redcoll__tcp_chan_sent(t, s->chan, s->coll);
   if (p->probe) {
     /* A send connects now: a receive's probe must not hold it up. */
     p->probe = 0;
@@ -259,8 +260,8 @@ static int post_send(redcoll__tcp *t, redcoll__tcp_send *s) {
 static int post_recv(redcoll__tcp *t, redcoll__tcp_recv *r) {
   redcoll__tcp_peer *p = &t->peers[r->src];
   int st = redcoll__tcp_chan_status(t, r->chan);
-  if (st == REDCOLL_OK && r->coll &&
-      (st = redcoll__tcp_chan_enter(t, r->chan, r->tag)) != REDCOLL_OK) {
+  if (st == REDCOLL_OK && r->coll != 0 &&
+      (st = redcoll__tcp_chan_enter(t, r->chan, r->tag, r->coll)) != REDCOLL_OK) {
     redcoll__tcp_group_fail(t, REDCOLL__TCP_GROUP_OF(r->chan), st);
     redcoll__tcp_pump_all(t); /* a frame of the group waiting for room is dropped now */
   }
@@ -341,12 +342,12 @@ static int tcp_exchange(void *impl, const redcoll_transport_ctx *ctx,
   if (sm != NULL) {
     if ((s = calloc(1, sizeof *s)) == NULL) return REDCOLL_ENOMEM;
     *s = (redcoll__tcp_send){.dst = sm->peer, .tag = sm->tag, .chan = ctx->channel,
-                             .buf = sm->buf, .len = sm->len};
+                             .coll = ctx->collective, .buf = sm->buf, .len = sm->len};
     w.s = s;
   }
   if (rm != NULL) {
     r = (redcoll__tcp_recv){.src = rm->peer, .tag = rm->tag, .chan = ctx->channel,
-                            .buf = rm->buf, .len = rm->len, .coll = ctx->collective != 0};
+                            .buf = rm->buf, .len = rm->len, .coll = ctx->collective};
     w.r = &r;
   }
   pthread_mutex_lock(&t->mu);
@@ -520,11 +521,11 @@ static int tcp_post(void *impl, const redcoll_transport_ctx *ctx, const redcoll_
       return REDCOLL_ENOMEM;
     }
     *o->w.s = (redcoll__tcp_send){.dst = sm->peer, .tag = sm->tag, .chan = ctx->channel,
-                                  .buf = sm->buf, .len = sm->len};
+                                  .coll = ctx->collective, .buf = sm->buf, .len = sm->len};
   }
   if (rm != NULL) {
     o->rx = (redcoll__tcp_recv){.src = rm->peer, .tag = rm->tag, .chan = ctx->channel,
-                                .buf = rm->buf, .len = rm->len, .coll = ctx->collective != 0};
+                                .buf = rm->buf, .len = rm->len, .coll = ctx->collective};
     o->w.r = &o->rx;
   }
   pthread_mutex_lock(&t->mu);

@@ -146,6 +146,7 @@ struct redcoll__tcp_conn {
 typedef struct redcoll__tcp_send {
   int dst;
   uint64_t tag, chan;
+  uint64_t coll; /* ctx.collective: its collective's number, 0 outside */
   const void *buf;
   size_t len;
   /* On the program's loop: the bytes not yet handed to libuv, written in
@@ -170,7 +171,7 @@ typedef struct redcoll__tcp_recv {
   void *buf;
   size_t len, got;
   int matched, done, status;
-  int coll; /* posted inside a collective (ctx.collective not 0) */
+  uint64_t coll; /* ctx.collective: its collective's number, 0 outside */
   /* On the program's loop, copies in slices of REDCOLL__TCP_EXT_COPY, one
    * per turn (recv.c's copy_turn):
    *   - its message was kept whole and is copied into buf, got bytes so
@@ -231,10 +232,14 @@ typedef struct redcoll__tcp_group {
   uint64_t why;
   int closed;    /* destroyed on this rank: later traffic is dropped */
   unsigned char *closed_by; /* bit q: peer q destroyed it there (CLOSE) */
-  /* The tag and channel of the last receive posted in the group inside a
-   * collective (cur_set): a message kept on that channel is checked
-   * against it (redcoll_transport_tags_conflict). */
-  uint64_t cur_tag, cur_chan;
+  /* The tag, channel and collective number of the last receive posted in
+   * the group inside a collective (cur_set), and the number of the last
+   * collective this rank sent or received in there (last_coll): a message
+   * kept on that channel is checked against cur_tag while that receive's
+   * collective is the last (redcoll_transport_tags_conflict; only 24 bits
+   * of the number are in a tag, so a record left from long ago must not
+   * count). */
+  uint64_t cur_tag, cur_chan, cur_coll, last_coll;
   int cur_set;
   struct redcoll__tcp_group *hnext; /* the index's chain (chan.c) */
 } redcoll__tcp_group;
