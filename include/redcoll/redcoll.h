@@ -540,9 +540,10 @@ typedef int (*redcoll_rank_main)(redcoll_comm *comm, void *arg);
 /* REDCOLL_ETIMEDOUT (a peer stayed silent past the timeout),               */
 /* REDCOLL_EABORTED (a peer aborted), REDCOLL_EMISMATCH (ranks called       */
 /* different collectives, counts, types, operators or roots, where their    */
-/* messages meet; calls so different that the ranks' messages never meet,   */
-/* such as two types for which AUTO picks different algorithms, end at the  */
-/* timeout or deadline instead: docs/reliability.md), REDCOLL_EPROTO (a     */
+/* messages meet, and over TCP, shared memory, threads and push also where  */
+/* they never meet, as with two types for which AUTO picks different        */
+/* algorithms; over MPI and between the processes of a hier world those     */
+/* end at the timeout or deadline: docs/reliability.md), REDCOLL_EPROTO (a  */
 /* malformed frame), REDCOLL_EDEADLOCK (simulator only).  After any of      */
 /* these but EINVAL and ENOTSUP the communicator is broken.  A call with    */
 /* count 0 or on one rank returns REDCOLL_OK after the argument checks      */

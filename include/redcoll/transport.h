@@ -134,11 +134,13 @@ typedef struct redcoll_transport_ctx {
    * bound on one wait, if it has one. */
   uint64_t deadline_ns;
   /* The collective the call belongs to: its sequence number on the
-   * communicator (the first is 1), the high 24 bits of which are also in
-   * the tag; 0 for a call outside any collective (point-to-point, and the
-   * agreement of redcoll_comm_create_group).  For diagnostics, and for the
-   * optional check of tags that conflict (redcoll_transport_tags_conflict,
-   * below): only receives with a number here are checked. */
+   * communicator (the first is 1; the tag carries this number minus 1,
+   * modulo 2^24); 0 for a call outside any collective (point-to-point,
+   * and the agreement of redcoll_comm_create_group).  For diagnostics,
+   * and for the optional check of tags that conflict
+   * (redcoll_transport_tags_conflict, below): only receives with a number
+   * here are checked, and sends with one tell which collective this rank
+   * is in. */
   uint64_t collective;
   /* The channel the messages belong to: 0 for the communicator made by
    * redcoll_comm_create, other values for those made from it; always 0 on
@@ -156,18 +158,26 @@ typedef struct redcoll_transport_msg {
 } redcoll_transport_msg;
 
 /* The tags of a collective's messages (ctx.collective not 0): bits 63..40
- * hold the collective's number on its communicator (modulo 2^24), bits
- * 39..4 a hash of the call (collective, count, dtype, operator, root) and
- * bits 3..0 the phase of a two-level collective (0 for the others).  A
- * message sent with a tag must meet a receive with the same tag; that is
- * all a transport has to check.  A transport that keeps messages which
- * came before their receive can also catch ranks that disagree where
- * their messages never meet: a receive of one channel, inside a
- * collective, and a message from any peer on that channel whose tags say
- * the same collective number but another call (this function returns 1)
- * cannot both be right.  Failing the receive with REDCOLL_EMISMATCH then
- * ends at once what would otherwise wait for the timeout.  The tags of
- * point-to-point messages (redcoll_send) never count as such a conflict. */
+ * hold the collective's number on its communicator minus 1, modulo 2^24
+ * (compare tags with tags, not with ctx.collective), bits 39..4 a hash of
+ * the call (collective, count, dtype, operator, root) and bits 3..0 the
+ * phase of a two-level collective (0 for the others).  A message sent
+ * with a tag must meet a receive with the same tag; that is all a
+ * transport has to check.  A transport that keeps messages which came
+ * before their receive can also catch ranks that disagree where their
+ * messages never meet: if a receive posted with ctx.collective not 0 and
+ * a message kept from any peer on the same channel give 1 here, the ranks
+ * are in different calls, and failing the receive (and the others
+ * waiting on that channel) with REDCOLL_EMISMATCH ends at once what would
+ * otherwise wait for the timeout.  Keep the record of that receive per
+ * channel (communicators on other threads use other channels), check a
+ * message kept later against it, and stop once this rank sends or
+ * receives with a larger ctx.collective there: only 24 bits of the number
+ * are in a tag, so an old record could match a new tag.  A transport
+ * whose sends wait for their receive and that keeps nothing compares a
+ * waiting send with what the peer it waits for waits on (threads.c).
+ * Point-to-point tags (redcoll_send) never conflict; neither do the tags
+ * of the few collectives whose number is 0x703270 modulo 2^24. */
 static inline int redcoll_transport_tags_conflict(uint64_t a, uint64_t b) {
   const uint64_t call = ((uint64_t)1 << 40) - 16;
   return (a >> 40) == (b >> 40) && (a >> 40) != 0x703270u && ((a ^ b) & call) != 0;
