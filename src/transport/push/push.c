@@ -33,6 +33,7 @@
 #include <time.h>
 
 #include "push_int.h"
+#include "tagrec.h"
 
 #define PUSH_UNEXPECTED_DEFAULT ((size_t)64 << 20)
 #define PUSH_MSG_COST 64
@@ -100,14 +101,7 @@ typedef struct push {
   uint64_t gen;               /* bumped after done calls finished outside
                                * a progress that waits */
   int aborted;                /* the transport's status once aborted */
-  /* The tag, channel and collective number of the last receive posted
-   * inside a collective (cur_set), and the number of the last collective
-   * this rank sent or received in on that channel (last_coll): a message
-   * kept on that channel is checked against cur_tag while that receive's
-   * collective is the last (redcoll_transport_tags_conflict; only 24 bits
-   * of the number are in a tag). */
-  uint64_t cur_tag, cur_chan, cur_coll, last_coll;
-  int cur_set;
+  redcoll__tagrec rec; /* for the check of tags that conflict (tagrec.h) */
 } push;
 
 static const redcoll_transport_ops push_ops;
@@ -341,12 +335,7 @@ static void log_conflict(push *t, int src, uint64_t chan, uint64_t ftag, uint64_
  * kept on its channel from every peer are checked against it; 1 if one
  * conflicts (the ranks disagree where their messages may never meet). */
 static int enter(push *t, const pop *o, uint64_t coll) {
-  if (o->chan == t->cur_chan) t->last_coll = coll;
-  if (t->cur_set && t->cur_tag == o->tag && t->cur_chan == o->chan) return 0;
-  t->cur_tag = o->tag;
-  t->cur_chan = o->chan;
-  t->cur_coll = t->last_coll = coll;
-  t->cur_set = 1;
+  if (!redcoll__tagrec_enter(&t->rec, o->chan, o->tag, coll)) return 0;
   for (int q = 0; q < t->size; q++) {
     pchan *c = q == t->rank || t->peers[q].kept_bytes == 0 ? NULL : chan_of(t, q, o->chan, 0);
     for (const kept *k = c != NULL ? c->kh : NULL; k != NULL; k = k->next)
@@ -426,8 +415,7 @@ static int start(push *t, const redcoll_transport_ctx *ctx, const redcoll_transp
   int rc = refused(t, ctx->channel);
   if (rc == REDCOLL_OK && send != NULL && peer_gone(t, ctx->channel, send->peer))
     rc = REDCOLL_ETRANSPORT;
-  if (send != NULL && ctx->collective != 0 && ctx->channel == t->cur_chan)
-    t->last_coll = ctx->collective;
+  if (send != NULL) redcoll__tagrec_sent(&t->rec, ctx->channel, ctx->collective);
   pthread_mutex_unlock(&t->mu);
   if (rc != REDCOLL_OK) return rc;
   if (send != NULL) {
@@ -733,14 +721,13 @@ static void deliver_data(push *t, int src, const push_frame *f, pop **dh, pop **
   else c->kh = k;
   c->kt = k;
   pp->kept_bytes += f->len + PUSH_MSG_COST;
-  if (t->cur_set && f->chan == t->cur_chan && t->cur_coll == t->last_coll &&
-      redcoll_transport_tags_conflict(f->tag, t->cur_tag)) {
+  if (redcoll__tagrec_kept(&t->rec, f->chan, f->tag)) {
     /* The receives waiting on that channel cannot both be right; one
      * posted later (the collective may be between two of them) looks at
      * the kept messages again and finds this one. */
-    log_conflict(t, src, f->chan, f->tag, t->cur_tag);
+    log_conflict(t, src, f->chan, f->tag, t->rec.tag);
     fail_where(t, REDCOLL_EMISMATCH, on_chan, &f->chan);
-    t->cur_set = 0;
+    t->rec.set = 0;
   }
 }
 

@@ -151,10 +151,8 @@ static void log_conflict(shm_impl *t, int s, uint64_t chan, uint64_t ftag, uint6
  * never meet), and one posted later (the collective may be between two
  * receives) looks at the kept messages again and finds f. */
 static void check_kept(shm_impl *t, int s, const shm_frame *f) {
-  if (!t->cur_set || f->channel != t->cur_chan || t->cur_coll != t->last_coll ||
-      !redcoll_transport_tags_conflict(f->tag, t->cur_tag))
-    return;
-  log_conflict(t, s, f->channel, f->tag, t->cur_tag);
+  if (!redcoll__tagrec_kept(&t->rec, f->channel, f->tag)) return;
+  log_conflict(t, s, f->channel, f->tag, t->rec.tag);
   for (int q = 0; q < t->size; q++) {
     if (q == t->rank) continue;
     shm_peer *pq = &t->peers[q];
@@ -165,7 +163,7 @@ static void check_kept(shm_impl *t, int s, const shm_frame *f) {
       finish(op, REDCOLL_EMISMATCH);
     }
   }
-  t->cur_set = 0;
+  t->rec.set = 0;
 }
 
 /* A frame has been read from s. */
@@ -235,12 +233,7 @@ static void unexp_remove(shm_peer *ps, shm_unexp *u) {
  * kept on its channel from every peer are checked against it.  1 if one
  * conflicts (op has failed). */
 static int enter(shm_impl *t, shm_op *op) {
-  if (op->channel == t->cur_chan) t->last_coll = op->coll;
-  if (t->cur_set && t->cur_tag == op->tag && t->cur_chan == op->channel) return 0;
-  t->cur_tag = op->tag;
-  t->cur_chan = op->channel;
-  t->cur_coll = t->last_coll = op->coll;
-  t->cur_set = 1;
+  if (!redcoll__tagrec_enter(&t->rec, op->channel, op->tag, op->coll)) return 0;
   for (int q = 0; q < t->size; q++) {
     if (q == t->rank) continue;
     for (const shm_unexp *u = t->peers[q].unexp_head; u != NULL; u = u->next)
@@ -322,7 +315,7 @@ static int read_peer(shm_impl *t, int s, shm_peer *ps) {
 
 void redcoll__shm_post_send(shm_impl *t, shm_op *op) {
   shm_peer *ps = &t->peers[op->peer];
-  if (op->coll != 0 && op->channel == t->cur_chan) t->last_coll = op->coll;
+  redcoll__tagrec_sent(&t->rec, op->channel, op->coll);
   op->next = NULL;
   op->slot = -1;
   if (ps->out_tail != NULL) ps->out_tail->next = op;

@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include "base.h"
+#include "tagrec.h"
 #include "live.h"
 #include "queue.h"
 #include "redcoll/shm.h"
@@ -159,14 +160,7 @@ typedef struct shm_impl {
   uint32_t ack_gen[REDCOLL__SHM_ACKS]; /* each slot's last generation */
   uint64_t *closed;             /* this rank's closed channel groups */
   size_t nclosed;
-  /* The tag, channel and collective number of the last receive posted
-   * inside a collective (cur_set), and the number of the last collective
-   * this rank sent or received in on that channel (last_coll): a message
-   * kept on that channel is checked against cur_tag while that receive's
-   * collective is the last (redcoll_transport_tags_conflict, progress.c;
-   * only 24 bits of the number are in a tag). */
-  uint64_t cur_tag, cur_chan, cur_coll, last_coll;
-  int cur_set;
+  redcoll__tagrec rec; /* for the check of tags that conflict (tagrec.h) */
   const int *world;             /* rank numbers for the logs (host.c: those
                                  * of the TCP world); NULL: the same */
   /* Posted exchanges (shm.c): those waiting, in the order posted. */

@@ -252,12 +252,7 @@ static void conflict(redcoll__tcp *t, int q, uint64_t chan, uint64_t mtag, uint6
 int redcoll__tcp_chan_enter(redcoll__tcp *t, uint64_t chan, uint64_t tag, uint64_t coll) {
   redcoll__tcp_group *gr = redcoll__tcp_group_get(t, REDCOLL__TCP_GROUP_OF(chan), 1);
   if (gr == NULL) return REDCOLL_OK; /* no check without memory for it */
-  gr->last_coll = coll;
-  if (gr->cur_set && gr->cur_tag == tag && gr->cur_chan == chan) return REDCOLL_OK;
-  gr->cur_tag = tag;
-  gr->cur_chan = chan;
-  gr->cur_coll = coll;
-  gr->cur_set = 1;
+  if (!redcoll__tagrec_enter(&gr->rec, chan, tag, coll)) return REDCOLL_OK;
   for (int q = 0; q < t->size; q++) {
     if (q == t->rank || t->peers[q].unexpected == 0) continue;
     const redcoll__tcp_pchan *pc = redcoll__tcp_pchan_get(t, q, chan, 0);
@@ -272,15 +267,14 @@ int redcoll__tcp_chan_enter(redcoll__tcp *t, uint64_t chan, uint64_t tag, uint64
 
 void redcoll__tcp_chan_sent(redcoll__tcp *t, uint64_t chan, uint64_t coll) {
   redcoll__tcp_group *gr = redcoll__tcp_group_get(t, REDCOLL__TCP_GROUP_OF(chan), 0);
-  if (gr != NULL && gr->cur_chan == chan) gr->last_coll = coll;
+  if (gr != NULL) redcoll__tagrec_sent(&gr->rec, chan, coll);
 }
 
 int redcoll__tcp_chan_kept(redcoll__tcp *t, int q, uint64_t chan, uint64_t tag) {
   const redcoll__tcp_group *gr = redcoll__tcp_group_get(t, REDCOLL__TCP_GROUP_OF(chan), 0);
-  if (gr == NULL || !gr->cur_set || gr->cur_chan != chan || gr->cur_coll != gr->last_coll ||
-      gr->broken || gr->cancelled || !redcoll_transport_tags_conflict(tag, gr->cur_tag))
+  if (gr == NULL || gr->broken || gr->cancelled || !redcoll__tagrec_kept(&gr->rec, chan, tag))
     return 0;
-  conflict(t, q, chan, tag, gr->cur_tag);
+  conflict(t, q, chan, tag, gr->rec.tag);
   return 1;
 }
 

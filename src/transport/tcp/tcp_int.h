@@ -13,6 +13,7 @@
 
 #include "addr.h"
 #include "base.h"
+#include "tagrec.h"
 #include "config.h"
 #include "redcoll/tcp.h"
 #include "wire.h"
@@ -232,15 +233,8 @@ typedef struct redcoll__tcp_group {
   uint64_t why;
   int closed;    /* destroyed on this rank: later traffic is dropped */
   unsigned char *closed_by; /* bit q: peer q destroyed it there (CLOSE) */
-  /* The tag, channel and collective number of the last receive posted in
-   * the group inside a collective (cur_set), and the number of the last
-   * collective this rank sent or received in there (last_coll): a message
-   * kept on that channel is checked against cur_tag while that receive's
-   * collective is the last (redcoll_transport_tags_conflict; only 24 bits
-   * of the number are in a tag, so a record left from long ago must not
-   * count). */
-  uint64_t cur_tag, cur_chan, cur_coll, last_coll;
-  int cur_set;
+  /* The group's record for the check of tags that conflict (tagrec.h). */
+  redcoll__tagrec rec;
   struct redcoll__tcp_group *hnext; /* the index's chain (chan.c) */
 } redcoll__tcp_group;
 
